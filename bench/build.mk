@@ -1,0 +1,41 @@
+# Raw-libfabric baseline benchmark (bench/fi_bench.c).
+#
+# Included by standalone/Makefile, which must define BUILD and BTL_OFI_ROOT
+# before the include (target names are expanded when read).  Also usable on
+# its own:
+#   make -f bench/build.mk BUILD=/tmp/x BTL_OFI_ROOT=$PWD /tmp/x/fi_bench
+
+fi_bench_mk := $(lastword $(MAKEFILE_LIST))
+# Rules below must not steal the including makefile's default goal.
+fi_bench_saved_goal := $(.DEFAULT_GOAL)
+
+BTL_OFI_ROOT ?= $(abspath $(dir $(fi_bench_mk))..)
+BUILD ?= $(BTL_OFI_ROOT)/build
+BENCH_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra
+BENCH_LDFLAGS ?=
+fi_bench_pkgconfig = $(shell pkg-config $(1) libfabric 2>/dev/null)
+FI_BENCH_FABRIC_CFLAGS ?= $(call fi_bench_pkgconfig,--cflags)
+FI_BENCH_FABRIC_LDFLAGS ?= $(call fi_bench_pkgconfig,--libs-only-L)
+
+BENCH_PROGS += $(BUILD)/fi_bench
+
+$(BUILD)/fi_bench: $(BTL_OFI_ROOT)/bench/fi_bench.c $(fi_bench_mk)
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) $(FI_BENCH_FABRIC_CFLAGS) -o $@ $< \
+	    $(BENCH_LDFLAGS) $(FI_BENCH_FABRIC_LDFLAGS) -lfabric
+
+# MPI benchmarks (bench/osc_bench.c, bench/p2p_bench.c), run by contrib/bench.
+MPICC ?= mpicc
+MPI_BENCH_CFLAGS ?= -O2 -g -std=gnu11 -Wall -Wextra
+MPI_BENCH_UTIL := $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BTL_OFI_ROOT)/bench/mpi_bench_util.h
+
+BENCH_PROGS += $(BUILD)/osc_bench $(BUILD)/p2p_bench
+
+$(BUILD)/osc_bench $(BUILD)/p2p_bench: $(BUILD)/%: $(BTL_OFI_ROOT)/bench/%.c $(MPI_BENCH_UTIL)
+	@mkdir -p $(@D)
+	$(MPICC) $(MPI_BENCH_CFLAGS) -o $@ $< $(BTL_OFI_ROOT)/bench/mpi_bench_util.c
+
+# Last in the file, so that no rule above becomes the includer's default goal.
+ifneq ($(firstword $(MAKEFILE_LIST)),$(fi_bench_mk))
+.DEFAULT_GOAL := $(fi_bench_saved_goal)
+endif

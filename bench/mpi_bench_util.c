@@ -1,0 +1,345 @@
+/*
+ * Helpers shared by osc_bench and p2p_bench; see mpi_bench_util.h.
+ */
+#define _GNU_SOURCE
+
+#include "mpi_bench_util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void bench_common_defaults(struct bench_common_opts *o)
+{
+    o->iters = 0;
+    o->warmup = -1;
+    o->time_cap = -1;
+    o->quick = false;
+    o->timeout = BENCH_DEFAULT_TIMEOUT;
+}
+
+int bench_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || v > BENCH_MAX_SIZE_LIMIT)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+int bench_parse_range(const char *s, size_t *min, size_t *max)
+{
+    const char *colon = strchr(s, ':');
+
+    if (!colon)
+        return bench_parse_size(s, max);
+    char first[64];
+    size_t n = (size_t)(colon - s);
+    if (n == 0 || n >= sizeof(first))
+        return -1;
+    memcpy(first, s, n);
+    first[n] = '\0';
+    if (bench_parse_size(first, min) || bench_parse_size(colon + 1, max))
+        return -1;
+    return *min <= *max ? 0 : -1;
+}
+
+static long parse_count(const char *arg, const char *prog, char opt, long lowest)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end != '\0' || v < lowest) {
+        fprintf(stderr, "%s: bad value for -%c: %s\n", prog, opt, arg);
+        exit(2);
+    }
+    return v;
+}
+
+bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg,
+                         const char *prog)
+{
+    switch (opt) {
+    case 'i':
+        o->iters = parse_count(arg, prog, 'i', 1);
+        return true;
+    case 'w':
+        o->warmup = parse_count(arg, prog, 'w', 0);
+        return true;
+    case 'c': {
+        char *end;
+        o->time_cap = strtod(arg, &end);
+        if (end == arg || *end != '\0' || o->time_cap < 0) {
+            fprintf(stderr, "%s: bad value for -c: %s\n", prog, arg);
+            exit(2);
+        }
+        return true;
+    }
+    case 'q':
+        o->quick = true;
+        return true;
+    case 'T':
+        o->timeout = (int)parse_count(arg, prog, 'T', 0);
+        return true;
+    default:
+        return false;
+    }
+}
+
+void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind,
+                    size_t size, struct bench_plan *plan)
+{
+    bool large = size > BENCH_LARGE_MSG;
+
+    if (kind == BENCH_LATENCY) {
+        plan->iters = o->quick ? (large ? 20 : 100) : (large ? 100 : 1000);
+        plan->warmup = o->quick ? (large ? 2 : 10) : (large ? 10 : 100);
+    } else {
+        /* Counted in windows of BENCH_WINDOW operations, as OSU does. */
+        plan->iters = o->quick ? (large ? 4 : 10) : (large ? 20 : 100);
+        plan->warmup = o->quick ? 1 : (large ? 2 : 10);
+    }
+    plan->timed_cap = o->time_cap < 0 ? BENCH_POINT_TIME_CAP : o->time_cap;
+    plan->warmup_cap = o->time_cap < 0 ? BENCH_WARMUP_TIME_CAP : o->time_cap / 2;
+    /* Counts the user asked for are honoured exactly. */
+    if (o->iters > 0) {
+        plan->iters = o->iters;
+        plan->timed_cap = 0;
+    }
+    if (o->warmup >= 0) {
+        plan->warmup = o->warmup;
+        plan->warmup_cap = 0;
+    }
+}
+
+void bench_sizes_range(struct bench_sizes *out, size_t min, size_t max)
+{
+    out->n = 0;
+    if (min == 0) {
+        out->v[out->n++] = 0;
+        min = 1;
+    }
+    for (size_t size = min; size <= max && out->n < BENCH_MAX_SIZES; size *= 2) {
+        out->v[out->n++] = size;
+        if (size > SIZE_MAX / 2)
+            break;
+    }
+}
+
+int bench_parse_sizes(const char *s, struct bench_sizes *out)
+{
+    char buf[512], *save = NULL, *tok;
+
+    if (!strchr(s, ',')) {
+        size_t min = 1, max;
+        if (bench_parse_range(s, &min, &max))
+            return -1;
+        bench_sizes_range(out, min, max);
+        return out->n > 0 ? 0 : -1;
+    }
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    strcpy(buf, s);
+    out->n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (out->n == BENCH_MAX_SIZES || bench_parse_size(tok, &out->v[out->n]))
+            return -1;
+        out->n++;
+    }
+    return out->n > 0 ? 0 : -1;
+}
+
+size_t bench_sizes_max(const struct bench_sizes *s)
+{
+    size_t max = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i] > max)
+            max = s->v[i];
+    return max;
+}
+
+static inline unsigned char pattern_byte(size_t i, unsigned seed)
+{
+    /* Varies with the offset so that misplaced or truncated transfers show,
+     * and with the seed so that stale data from an earlier size shows. */
+    return (unsigned char)((i * 131u + (i >> 8) * 7u + seed * 29u + 1u) & 0xff);
+}
+
+void bench_fill_pattern(void *buf, size_t len, unsigned seed)
+{
+    unsigned char *p = buf;
+    for (size_t i = 0; i < len; i++)
+        p[i] = pattern_byte(i, seed);
+}
+
+size_t bench_check_pattern(const void *buf, size_t len, unsigned seed)
+{
+    const unsigned char *p = buf;
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != pattern_byte(i, seed))
+            return i + 1;
+    return 0;
+}
+
+static const char *watchdog_what = "benchmark";
+
+static void watchdog_fired(int sig)
+{
+    char msg[160];
+    int n;
+
+    (void)sig;
+    n = snprintf(msg, sizeof(msg), "%s: watchdog: no completion in time, aborting\n",
+                 watchdog_what);
+    if (n > 0)
+        (void)!write(STDERR_FILENO, msg, (size_t)n);
+    /* Exiting without MPI_Finalize makes the launcher tear the job down. */
+    _exit(124);
+}
+
+void bench_arm_watchdog(int seconds, const char *what)
+{
+    if (seconds <= 0)
+        return;
+    watchdog_what = what;
+    signal(SIGALRM, watchdog_fired);
+    alarm((unsigned)seconds);
+}
+
+static const char *const pvar_names[] = {
+    "btl_ofi_put_count",  "btl_ofi_put_bytes",  "btl_ofi_get_count",
+    "btl_ofi_get_bytes",  "btl_ofi_atomic_count", "btl_ofi_send_count",
+    "btl_ofi_send_bytes", "btl_ofi_recv_count", "btl_ofi_recv_bytes",
+    "btl_ofi_flush_count", "btl_ofi_retry_count", "btl_ofi_error_count",
+};
+#define NUM_PVARS (sizeof(pvar_names) / sizeof(pvar_names[0]))
+
+/* Open MPI reports a counter through a handle as the increase since the
+ * handle was allocated, so the handles are allocated before any traffic. */
+static struct {
+    bool open;
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle handles[NUM_PVARS];
+    bool present[NUM_PVARS];
+} pvars;
+
+void bench_pvars_begin(void)
+{
+    int provided;
+
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return;
+    if (MPI_T_pvar_session_create(&pvars.session) != MPI_SUCCESS) {
+        MPI_T_finalize();
+        return;
+    }
+    pvars.open = true;
+    for (size_t i = 0; i < NUM_PVARS; i++) {
+        int idx, count;
+
+        if (MPI_T_pvar_get_index(pvar_names[i], MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS)
+            continue;
+        if (MPI_T_pvar_handle_alloc(pvars.session, idx, NULL, &pvars.handles[i], &count) !=
+            MPI_SUCCESS)
+            continue;
+        if (count != 1) {
+            MPI_T_pvar_handle_free(pvars.session, &pvars.handles[i]);
+            continue;
+        }
+        pvars.present[i] = true;
+    }
+}
+
+/* Fills values[] with the counters' growth since the handles were
+ * allocated and returns how many counters exist in this process. */
+static int read_btl_ofi_pvars(unsigned long long values[NUM_PVARS])
+{
+    int found = 0;
+
+    memset(values, 0, NUM_PVARS * sizeof(values[0]));
+    if (!pvars.open)
+        return 0;
+    for (size_t i = 0; i < NUM_PVARS; i++) {
+        unsigned long value = 0;
+
+        if (pvars.present[i] &&
+            MPI_T_pvar_read(pvars.session, pvars.handles[i], &value) == MPI_SUCCESS) {
+            values[i] = value;
+            found++;
+        }
+    }
+    return found;
+}
+
+void bench_pvars_end(void)
+{
+    if (!pvars.open)
+        return;
+    for (size_t i = 0; i < NUM_PVARS; i++) {
+        if (pvars.present[i])
+            MPI_T_pvar_handle_free(pvars.session, &pvars.handles[i]);
+        pvars.present[i] = false;
+    }
+    MPI_T_pvar_session_free(&pvars.session);
+    MPI_T_finalize();
+    pvars.open = false;
+}
+
+void bench_report_btl_ofi_pvars(MPI_Comm comm)
+{
+    static unsigned long long reported[NUM_PVARS];
+    unsigned long long now[NUM_PVARS], delta[NUM_PVARS], total[NUM_PVARS];
+    int rank, found, min_found;
+
+    MPI_Comm_rank(comm, &rank);
+    found = read_btl_ofi_pvars(now);
+    for (size_t i = 0; i < NUM_PVARS; i++) {
+        delta[i] = now[i] - reported[i];
+        reported[i] = now[i];
+    }
+    MPI_Reduce(delta, total, (int)NUM_PVARS, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm);
+    MPI_Reduce(&found, &min_found, 1, MPI_INT, MPI_MIN, 0, comm);
+    if (rank != 0)
+        return;
+    if (min_found == 0) {
+        printf("# btl_ofi pvars: absent\n");
+    } else {
+        printf("# btl_ofi pvars (sum over ranks):");
+        for (size_t i = 0; i < NUM_PVARS; i++)
+            printf(" %s=%llu", pvar_names[i] + strlen("btl_ofi_"), total[i]);
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+void *bench_alloc(size_t len)
+{
+    void *p = NULL;
+    /* Page aligned like OSU's buffers, and never zero bytes. */
+    if (posix_memalign(&p, 4096, len ? len : 1))
+        return NULL;
+    memset(p, 0, len ? len : 1);
+    return p;
+}
+
+void bench_print_row(size_t size, double value)
+{
+    printf(value < 10 ? "%-10zu%20.4f\n" : "%-10zu%20.2f\n", size, value);
+    fflush(stdout);
+}

@@ -1,0 +1,99 @@
+/*
+ * Helpers shared by the MPI benchmarks (osc_bench, p2p_bench): option
+ * parsing, OSU-like iteration plans, data patterns, a watchdog and the
+ * report of btl/ofi's MPI_T counters.
+ */
+#ifndef BTL_OFI_MPI_BENCH_UTIL_H
+#define BTL_OFI_MPI_BENCH_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+/* Same thresholds and caps as bench/fi_bench.c, so that the three columns
+ * of contrib/bench are measured the same way. */
+#define BENCH_WINDOW 64
+#define BENCH_LARGE_MSG 65536
+#define BENCH_POINT_TIME_CAP 0.1
+#define BENCH_WARMUP_TIME_CAP 0.05
+#define BENCH_DEFAULT_TIMEOUT 120
+#define BENCH_MAX_SIZE_LIMIT ((size_t)1 << 30)
+
+enum bench_kind { BENCH_LATENCY, BENCH_BANDWIDTH, BENCH_RATE };
+
+struct bench_common_opts {
+    long iters;          /* <= 0: default plan */
+    long warmup;         /* < 0: default plan */
+    double time_cap;     /* < 0: default cap; 0: never cut short */
+    bool quick;
+    int timeout;         /* seconds before the watchdog aborts the job */
+};
+
+struct bench_plan {
+    long iters;          /* latency: operations; bw/rate: windows */
+    long warmup;
+    double timed_cap;    /* seconds; 0 = no cap */
+    double warmup_cap;
+};
+
+void bench_common_defaults(struct bench_common_opts *o);
+
+/* "4096", "4k", "1m"; returns 0 on success. */
+int bench_parse_size(const char *s, size_t *out);
+
+/* "[MIN:]MAX" */
+int bench_parse_range(const char *s, size_t *min, size_t *max);
+
+#define BENCH_MAX_SIZES 64
+
+/* The message sizes of a run: 0 (when asked for) then powers of two from
+ * MIN to MAX, or an explicit list. */
+struct bench_sizes {
+    size_t v[BENCH_MAX_SIZES];
+    int n;
+};
+
+/* "[MIN:]MAX" (powers of two; MIN 0 adds a zero-byte size) or
+ * "A,B,C..." (exactly these); returns 0 on success. */
+int bench_parse_sizes(const char *s, struct bench_sizes *out);
+
+void bench_sizes_range(struct bench_sizes *out, size_t min, size_t max);
+
+size_t bench_sizes_max(const struct bench_sizes *s);
+
+/* Handles -i -w -c -q -T; returns true when it consumed the option. */
+bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg,
+                         const char *prog);
+
+void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind,
+                    size_t size, struct bench_plan *plan);
+
+void bench_fill_pattern(void *buf, size_t len, unsigned seed);
+
+/* Offset + 1 of the first byte that differs from the pattern, 0 if none. */
+size_t bench_check_pattern(const void *buf, size_t len, unsigned seed);
+
+/* Aborts the whole job with a message after `seconds` (0: never). */
+void bench_arm_watchdog(int seconds, const char *what);
+
+/* Right after MPI_Init: starts watching btl/ofi's MPI_T counters. */
+void bench_pvars_begin(void);
+
+/* Collective over comm: prints on rank 0 one trailing '#' line with the sum
+ * over ranks of how much btl/ofi's MPI_T counters grew since the previous
+ * report, or says they are absent (upstream registers none).  Never fails
+ * the run. */
+void bench_report_btl_ofi_pvars(MPI_Comm comm);
+
+/* Before MPI_Finalize. */
+void bench_pvars_end(void);
+
+void *bench_alloc(size_t len);
+
+/* One OSU-style result line; small values keep four decimals, so that the
+ * bandwidth of tiny messages over slow transports does not print as 0. */
+void bench_print_row(size_t size, double value);
+
+#endif

@@ -1,0 +1,571 @@
+/*
+ * osc_bench: MPI one-sided benchmarks in the manner of the OSU
+ * micro-benchmarks, for comparing btl/ofi with upstream's and with raw
+ * libfabric (bench/fi_bench.c).
+ *
+ *   osc_bench -t TEST[,TEST...] [-m [MIN:]MAX | -m A,B,...]
+ *             [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP] [-c CAP]
+ *             [-q] [-T SECS]
+ *
+ * Two ranks.  Rank 0 is the origin and does all timing; rank 1 is the
+ * target and waits in MPI_Barrier, which is where it drives progress, as a
+ * passive target in OSU's lock_all mode does.  put_bibw makes both ranks
+ * origins of each other.  Every result is checked (data patterns, atomic
+ * counters and fetched values): a fast but wrong transport must not pass.
+ *
+ * stdout, per test: '#' header lines, one "size value" line per message
+ * size, then a '#' line with how much btl/ofi's MPI_T counters grew during
+ * the test (or "absent" under upstream).  Several tests in one launch save
+ * the start-up cost of a job, which dominates quick comparisons.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "mpi_bench_util.h"
+
+enum osc_op { OP_PUT, OP_GET, OP_ACC, OP_GACC, OP_FOP, OP_CAS };
+enum win_flavour { WIN_CREATE, WIN_ALLOCATE, WIN_DYNAMIC };
+
+struct test_desc {
+    const char *name;
+    enum osc_op op;
+    enum bench_kind kind;
+    bool both_ranks_origin;
+    const char *what;
+};
+
+static const struct test_desc tests[] = {
+    { "put_lat", OP_PUT, BENCH_LATENCY, false, "MPI_Put + MPI_Win_flush latency" },
+    { "get_lat", OP_GET, BENCH_LATENCY, false, "MPI_Get + MPI_Win_flush latency" },
+    { "put_bw", OP_PUT, BENCH_BANDWIDTH, false, "MPI_Put bandwidth, 64 per flush" },
+    { "get_bw", OP_GET, BENCH_BANDWIDTH, false, "MPI_Get bandwidth, 64 per flush" },
+    { "put_bibw", OP_PUT, BENCH_BANDWIDTH, true,
+      "MPI_Put bidirectional bandwidth, 64 per flush" },
+    { "put_rate", OP_PUT, BENCH_RATE, false, "MPI_Put message rate, 64 per flush" },
+    { "acc_lat", OP_ACC, BENCH_LATENCY, false,
+      "MPI_Accumulate(SUM, int64) + MPI_Win_flush latency" },
+    { "gacc_lat", OP_GACC, BENCH_LATENCY, false,
+      "MPI_Get_accumulate(SUM, int64) + MPI_Win_flush latency" },
+    { "fop_lat", OP_FOP, BENCH_LATENCY, false,
+      "MPI_Fetch_and_op(SUM, int64) + MPI_Win_flush latency" },
+    { "cas_lat", OP_CAS, BENCH_LATENCY, false,
+      "MPI_Compare_and_swap(int64) + MPI_Win_flush latency" },
+};
+#define NUM_TESTS (sizeof(tests) / sizeof(tests[0]))
+
+static const char *const flavour_names[] = { "create", "allocate", "dynamic" };
+
+struct options {
+    bool selected[NUM_TESTS];
+    struct bench_sizes sizes;
+    enum win_flavour flavour;
+    struct bench_common_opts common;
+};
+
+struct osc_state {
+    const struct options *opt;
+    const struct test_desc *t;
+    int rank, peer;
+    MPI_Win win;
+    unsigned char *win_buf;     /* this rank's exposed memory */
+    unsigned char *origin_buf;  /* source of puts, destination of gets */
+    MPI_Aint peer_base;         /* displacement of the peer's window memory */
+    /* Atomics: the counter at the target starts at 0 and every operation
+     * adds one, so each fetched value is predictable. */
+    int64_t one, compare, swap, result;
+    int64_t atomic_ops;
+    int64_t bad_fetches;
+};
+
+static bool is_atomic(const struct test_desc *t)
+{
+    return t->op != OP_PUT && t->op != OP_GET;
+}
+
+static bool is_origin(const struct osc_state *st)
+{
+    return st->rank == 0 || st->t->both_ranks_origin;
+}
+
+static bool is_target(const struct osc_state *st)
+{
+    return st->rank == 1 || st->t->both_ranks_origin;
+}
+
+static void print_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: osc_bench -t TEST[,TEST...] [-m [MIN:]MAX | -m A,B,...]\n"
+        "                 [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP]\n"
+        "                 [-c CAP] [-q] [-T SECS] [-h]\n"
+        "\n"
+        "MPI one-sided benchmarks, OSU style, exactly 2 ranks (0 origin, 1 target).\n"
+        "  -t TESTS  comma-separated, or all: put_lat get_lat put_bw get_bw\n"
+        "            put_bibw put_rate acc_lat gacc_lat fop_lat cas_lat\n"
+        "  -m        message sizes: powers of two from MIN to MAX (default\n"
+        "            1:4m), or a list; suffixes k, m; atomics always use 8\n"
+        "  -f        window flavour (default create; on one node osc/rdma serves\n"
+        "            allocate windows through shared memory, not a BTL)\n"
+        "  -i ITERS  timed iterations (latency: operations, bw/rate: windows of\n"
+        "            %d); default 1000/100 (latency), 100/20 windows (bw), the\n"
+        "            second above 64 KiB, cut short after %.2f s per size\n"
+        "  -w WARMUP untimed iterations first (default 100/10, 10/2 windows)\n"
+        "  -c CAP    seconds per size before the timed loop is cut short\n"
+        "            (0 = never; ignored with -i)\n"
+        "  -q        quick: a tenth of the default iterations\n"
+        "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n",
+        BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT);
+}
+
+static int select_tests(const char *list, struct options *opt)
+{
+    char buf[256], *save = NULL, *tok;
+
+    if (strlen(list) >= sizeof(buf))
+        return -1;
+    strcpy(buf, list);
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        bool found = false;
+        for (size_t i = 0; i < NUM_TESTS; i++) {
+            if (strcmp(tok, "all") == 0 || strcmp(tok, tests[i].name) == 0) {
+                opt->selected[i] = true;
+                found = true;
+            }
+        }
+        if (!found) {
+            fprintf(stderr, "osc_bench: unknown test %s\n", tok);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *opt)
+{
+    bool any = false;
+    int c;
+
+    memset(opt, 0, sizeof(*opt));
+    bench_sizes_range(&opt->sizes, 1, (size_t)4 << 20);
+    opt->flavour = WIN_CREATE;
+    bench_common_defaults(&opt->common);
+
+    while ((c = getopt(argc, argv, "t:m:f:i:w:c:qT:h")) != -1) {
+        if (bench_common_option(&opt->common, c, optarg, "osc_bench"))
+            continue;
+        switch (c) {
+        case 't':
+            if (select_tests(optarg, opt))
+                return -1;
+            break;
+        case 'm':
+            if (bench_parse_sizes(optarg, &opt->sizes)) {
+                fprintf(stderr, "osc_bench: bad sizes %s\n", optarg);
+                return -1;
+            }
+            break;
+        case 'f': {
+            bool found = false;
+            for (int i = 0; i < 3; i++) {
+                if (strcmp(optarg, flavour_names[i]) == 0) {
+                    opt->flavour = (enum win_flavour)i;
+                    found = true;
+                }
+            }
+            if (!found) {
+                fprintf(stderr, "osc_bench: unknown window flavour %s\n", optarg);
+                return -1;
+            }
+            break;
+        }
+        case 'h':
+            print_usage(stdout);
+            exit(0);
+        default:
+            print_usage(stderr);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < NUM_TESTS; i++)
+        any |= opt->selected[i];
+    if (!any || optind != argc) {
+        print_usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+static int create_window(struct osc_state *st, size_t len)
+{
+    const struct options *opt = st->opt;
+    int rc;
+
+    switch (opt->flavour) {
+    case WIN_CREATE:
+        st->win_buf = bench_alloc(len);
+        if (!st->win_buf)
+            return -1;
+        rc = MPI_Win_create(st->win_buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+                            &st->win);
+        break;
+    case WIN_ALLOCATE:
+        rc = MPI_Win_allocate((MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &st->win_buf,
+                              &st->win);
+        if (rc == MPI_SUCCESS)
+            memset(st->win_buf, 0, len);
+        break;
+    case WIN_DYNAMIC: {
+        MPI_Aint mine;
+        st->win_buf = bench_alloc(len);
+        if (!st->win_buf)
+            return -1;
+        rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &st->win);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Win_attach(st->win, st->win_buf, (MPI_Aint)len);
+        if (rc != MPI_SUCCESS)
+            break;
+        /* Dynamic windows are addressed by absolute address. */
+        MPI_Get_address(st->win_buf, &mine);
+        rc = MPI_Sendrecv(&mine, 1, MPI_AINT, st->peer, 0, &st->peer_base, 1, MPI_AINT,
+                          st->peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        break;
+    }
+    default:
+        return -1;
+    }
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+static void free_window(struct osc_state *st)
+{
+    if (st->opt->flavour == WIN_DYNAMIC)
+        MPI_Win_detach(st->win, st->win_buf);
+    MPI_Win_free(&st->win);
+    if (st->opt->flavour != WIN_ALLOCATE)
+        free(st->win_buf);
+}
+
+/* Local loads and stores to the exposed memory happen inside an exclusive
+ * self-lock epoch so that they are ordered with the RMA traffic. */
+static void lock_self(struct osc_state *st)
+{
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, st->rank, 0, st->win);
+}
+
+static void unlock_self(struct osc_state *st)
+{
+    MPI_Win_unlock(st->rank, st->win);
+}
+
+static unsigned pattern_seed(size_t size, int writer)
+{
+    return (unsigned)(size * 2 + (size_t)writer);
+}
+
+static void check_fetched(struct osc_state *st, int64_t expected)
+{
+    if (st->result != expected) {
+        if (st->bad_fetches == 0)
+            fprintf(stderr, "osc_bench: %s: op %" PRId64 " fetched %" PRId64
+                    ", expected %" PRId64 "\n", st->t->name, st->atomic_ops,
+                    st->result, expected);
+        st->bad_fetches++;
+    }
+}
+
+static void post_atomic(struct osc_state *st)
+{
+    MPI_Aint disp = st->peer_base;
+    int64_t before = st->atomic_ops;
+
+    switch (st->t->op) {
+    case OP_ACC:
+        MPI_Accumulate(&st->one, 1, MPI_INT64_T, st->peer, disp, 1, MPI_INT64_T, MPI_SUM,
+                       st->win);
+        MPI_Win_flush(st->peer, st->win);
+        break;
+    case OP_GACC:
+        MPI_Get_accumulate(&st->one, 1, MPI_INT64_T, &st->result, 1, MPI_INT64_T, st->peer,
+                           disp, 1, MPI_INT64_T, MPI_SUM, st->win);
+        MPI_Win_flush(st->peer, st->win);
+        check_fetched(st, before);
+        break;
+    case OP_FOP:
+        MPI_Fetch_and_op(&st->one, &st->result, MPI_INT64_T, st->peer, disp, MPI_SUM,
+                         st->win);
+        MPI_Win_flush(st->peer, st->win);
+        check_fetched(st, before);
+        break;
+    case OP_CAS:
+        st->compare = before;
+        st->swap = before + 1;
+        MPI_Compare_and_swap(&st->swap, &st->compare, &st->result, MPI_INT64_T, st->peer,
+                             disp, st->win);
+        MPI_Win_flush(st->peer, st->win);
+        check_fetched(st, before);
+        break;
+    default:
+        break;
+    }
+    st->atomic_ops++;
+}
+
+/* One latency step is an operation and its flush; one bandwidth or rate
+ * step is BENCH_WINDOW operations and one flush. */
+static void one_step(struct osc_state *st, size_t size)
+{
+    int ops = st->t->kind == BENCH_LATENCY ? 1 : BENCH_WINDOW;
+
+    if (is_atomic(st->t)) {
+        post_atomic(st);
+        return;
+    }
+    for (int i = 0; i < ops; i++) {
+        if (st->t->op == OP_PUT)
+            MPI_Put(st->origin_buf, (int)size, MPI_BYTE, st->peer, st->peer_base, (int)size,
+                    MPI_BYTE, st->win);
+        else
+            MPI_Get(st->origin_buf, (int)size, MPI_BYTE, st->peer, st->peer_base, (int)size,
+                    MPI_BYTE, st->win);
+    }
+    MPI_Win_flush(st->peer, st->win);
+}
+
+/* Runs up to `count` steps, stopping early once `cap` seconds are spent
+ * (cap 0: never); at least one step when count > 0. */
+static long run_steps(struct osc_state *st, size_t size, long count, double cap,
+                      double *secs)
+{
+    double t0 = MPI_Wtime(), now = t0;
+    long done = 0;
+
+    while (done < count) {
+        one_step(st, size);
+        done++;
+        now = MPI_Wtime();
+        if (cap > 0 && now - t0 >= cap)
+            break;
+    }
+    *secs = now - t0;
+    return done;
+}
+
+static void prepare_size(struct osc_state *st, size_t size)
+{
+    const struct test_desc *t = st->t;
+
+    if (is_target(st)) {
+        lock_self(st);
+        if (is_atomic(t))
+            memset(st->win_buf, 0, sizeof(int64_t));
+        else if (t->op == OP_PUT)
+            memset(st->win_buf, 0, size);
+        else
+            bench_fill_pattern(st->win_buf, size, pattern_seed(size, st->rank));
+        unlock_self(st);
+    }
+    if (is_origin(st) && !is_atomic(t)) {
+        if (t->op == OP_PUT)
+            bench_fill_pattern(st->origin_buf, size, pattern_seed(size, st->rank));
+        else
+            memset(st->origin_buf, 0, size);
+    }
+    st->atomic_ops = 0;
+    st->bad_fetches = 0;
+}
+
+/* Collective; returns 0 when every rank saw correct data. */
+static int validate_size(struct osc_state *st, size_t size)
+{
+    const struct test_desc *t = st->t;
+    long long bad = 0, any_bad = 0;
+    int64_t total_ops = st->atomic_ops;
+
+    if (is_atomic(t)) {
+        MPI_Bcast(&total_ops, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        if (st->rank == 0 && st->bad_fetches)
+            bad = 1;
+        if (st->rank == 1) {
+            int64_t counter;
+            lock_self(st);
+            memcpy(&counter, st->win_buf, sizeof(counter));
+            unlock_self(st);
+            if (counter != total_ops) {
+                fprintf(stderr, "osc_bench: %s: target counter is %" PRId64 " after %" PRId64
+                        " operations\n", t->name, counter, total_ops);
+                bad = 1;
+            }
+        }
+    } else if (t->op == OP_PUT && is_target(st)) {
+        size_t off;
+        lock_self(st);
+        off = bench_check_pattern(st->win_buf, size, pattern_seed(size, st->peer));
+        unlock_self(st);
+        if (off) {
+            fprintf(stderr, "osc_bench: %s: rank %d: data put at %zu bytes is wrong at "
+                    "offset %zu\n", t->name, st->rank, size, off - 1);
+            bad = 1;
+        }
+    } else if (t->op == OP_GET && is_origin(st)) {
+        size_t off = bench_check_pattern(st->origin_buf, size, pattern_seed(size, st->peer));
+        if (off) {
+            fprintf(stderr, "osc_bench: %s: data read at %zu bytes is wrong at offset %zu\n",
+                    t->name, size, off - 1);
+            bad = 1;
+        }
+    }
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    return any_bad ? -1 : 0;
+}
+
+static double step_value(const struct test_desc *t, size_t size, long done, double secs)
+{
+    if (secs <= 0)
+        secs = 1e-9;
+    if (t->kind == BENCH_LATENCY)
+        return secs * 1e6 / (double)done;
+    if (t->kind == BENCH_BANDWIDTH)
+        return (double)size * BENCH_WINDOW * (double)done / secs / 1e6;
+    return (double)BENCH_WINDOW * (double)done / secs;
+}
+
+/* Returns the value for this size on rank 0, or a negative number when the
+ * data was wrong. */
+static double measure_size(struct osc_state *st, size_t size)
+{
+    struct bench_plan plan;
+    double secs = 0, value = 0, total = 0;
+    long done = 0;
+
+    bench_plan_for(&st->opt->common, st->t->kind, size, &plan);
+    prepare_size(st, size);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (is_origin(st)) {
+        double warm;
+        MPI_Win_lock_all(0, st->win);
+        run_steps(st, size, plan.warmup, plan.warmup_cap, &warm);
+        done = run_steps(st, size, plan.iters, plan.timed_cap, &secs);
+        MPI_Win_unlock_all(st->win);
+        value = done > 0 ? step_value(st->t, size, done, secs) : 0;
+    }
+    /* The passive target spends the origin's whole epoch in here. */
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (validate_size(st, size))
+        return -1;
+    if (st->t->both_ranks_origin) {
+        /* Each rank timed its own direction; the sum is what OSU's
+         * bidirectional tests report. */
+        MPI_Reduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        value = total;
+    }
+    return value;
+}
+
+static const char *value_column(const struct test_desc *t)
+{
+    switch (t->kind) {
+    case BENCH_LATENCY: return "Latency (us)";
+    case BENCH_BANDWIDTH: return "Bandwidth (MB/s)";
+    default: return "Messages/s";
+    }
+}
+
+/* Runs one test in a window of its own; returns 0 when all data was
+ * right.  Collective. */
+static int run_test(struct osc_state *st, const struct test_desc *t)
+{
+    const struct options *opt = st->opt;
+    struct bench_sizes atomic_size = { .v = { sizeof(int64_t) }, .n = 1 };
+    const struct bench_sizes *sizes = is_atomic(t) ? &atomic_size : &opt->sizes;
+    size_t win_len = bench_sizes_max(sizes);
+    int status = 0;
+
+    st->t = t;
+    if (win_len < sizeof(int64_t))
+        win_len = sizeof(int64_t);
+    st->origin_buf = bench_alloc(win_len);
+    if (!st->origin_buf || create_window(st, win_len)) {
+        fprintf(stderr, "osc_bench: rank %d: cannot create a %s window of %zu bytes\n",
+                st->rank, flavour_names[opt->flavour], win_len);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    if (st->rank == 0) {
+        printf("# osc_bench %s: %s\n", t->name, t->what);
+        printf("# window=%s sync=lock_all ranks=2%s\n", flavour_names[opt->flavour],
+               opt->common.quick ? " quick" : "");
+        printf("%-10s%20s\n", "# Size", value_column(t));
+        fflush(stdout);
+    }
+    for (int i = 0; i < sizes->n; i++) {
+        size_t size = sizes->v[i];
+        double value;
+
+        if (size == 0)
+            continue;
+        value = measure_size(st, size);
+        if (value < 0) {
+            if (st->rank == 0)
+                fprintf(stderr, "osc_bench: %s: wrong data at %zu bytes, stopping\n",
+                        t->name, size);
+            status = 1;
+            break;
+        }
+        if (st->rank == 0) {
+            bench_print_row(size, value);
+            fflush(stdout);
+        }
+    }
+    bench_report_btl_ofi_pvars(MPI_COMM_WORLD);
+    free_window(st);
+    free(st->origin_buf);
+    st->origin_buf = NULL;
+    st->win_buf = NULL;
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    struct options opt;
+    struct osc_state st;
+    int nranks, status = 0;
+
+    MPI_Init(&argc, &argv);
+    bench_pvars_begin();
+    memset(&st, 0, sizeof(st));
+    MPI_Comm_rank(MPI_COMM_WORLD, &st.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (parse_options(argc, argv, &opt)) {
+        MPI_Finalize();
+        return 2;
+    }
+    if (nranks != 2) {
+        if (st.rank == 0)
+            fprintf(stderr, "osc_bench: needs exactly 2 ranks, got %d\n", nranks);
+        MPI_Finalize();
+        return 2;
+    }
+    bench_arm_watchdog(opt.common.timeout, "osc_bench");
+    st.opt = &opt;
+    st.peer = 1 - st.rank;
+    st.one = 1;
+
+    for (size_t i = 0; i < NUM_TESTS && status == 0; i++)
+        if (opt.selected[i])
+            status = run_test(&st, &tests[i]);
+
+    bench_pvars_end();
+    alarm(0);
+    MPI_Finalize();
+    return status;
+}

@@ -1,0 +1,725 @@
+/* -*- Mode: C; c-basic-offset:4 ; indent-tabs-mode:nil -*- */
+/*
+ * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
+ * $COPYRIGHT$
+ *
+ * $HEADER$
+ */
+
+#include "opal_config.h"
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/common/ofi/common_ofi.h"
+#include "opal/mca/pmix/pmix-internal.h"
+#include "opal/util/argv.h"
+#include "opal/util/printf.h"
+#include "opal/util/string_copy.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+#include "btl_ofi.h"
+#include "btl_ofi_modex.h"
+
+#define BTL_OFI_RMA_CAPS                                                                           \
+    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define BTL_OFI_MSG_CAPS (FI_MSG | FI_SEND | FI_RECV)
+
+static char *progress_mode_param; /* owned by the MCA variable system */
+static int progress_mode = FI_PROGRESS_MANUAL;
+static int max_send_size_param;
+
+/* ------------------------------------------------------------------ */
+/* Parameters                                                          */
+
+static int register_int(const char *name, const char *help, int *storage, int value)
+{
+    *storage = value;
+    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int register_bool(const char *name, const char *help, bool *storage, bool value)
+{
+    *storage = value;
+    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int mca_btl_ofi_component_register(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_module_t *module = &mca_btl_ofi_module_template;
+    int rc;
+
+    (void) register_int("mode",
+                        "What the component carries: 0 = one-sided only, 1 = two-sided only, "
+                        "2 = both (default; falls back to one-sided when the provider has no "
+                        "FI_MSG)",
+                        &c->mode, MCA_BTL_OFI_MODE_FULL_SUPPORT);
+    (void) register_int("num_cq_read", "Completion entries read by one fi_cq_read (1..256)",
+                        &c->num_cq_read, 64);
+    progress_mode_param = "manual";
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "progress_mode",
+        "Provider progress model to ask for: manual (default: we drive progress, on the target "
+        "too; falls back to the provider's own when it cannot do manual), auto or unspec",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &progress_mode_param);
+    (void) register_int("num_contexts_per_module",
+                        "Communication contexts (TX/RX pairs) per module; more than 1 needs a "
+                        "scalable endpoint and is clamped to what the domain offers (1..64)",
+                        &c->num_contexts_per_module, 1);
+    (void) register_bool("disable_sep", "Never use a scalable endpoint", &c->disable_sep, false);
+    (void) register_int("progress_threshold",
+                        "Outstanding operations per context after which posting an operation "
+                        "first drives progress (1..1000000)",
+                        &c->progress_threshold, 64);
+    (void) register_int("rd_num",
+                        "Receive buffers posted per context for two-sided traffic "
+                        "(1..8192)",
+                        &c->rd_num, 64);
+    (void) register_bool("disable_inject",
+                         "Never use fi_inject_write / fi_inject for small "
+                         "messages",
+                         &c->disable_inject, false);
+    (void) register_bool("disable_hmem", "Do not ask providers for device (HMEM) memory support",
+                         &c->disable_hmem, false);
+    (void) register_int("max_nics", "Largest number of NICs (modules) to use (1..16)", &c->max_nics,
+                        4);
+
+    rc = opal_common_ofi_mca_register(&c->super.btl_version);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+
+    /* osc/rdma needs this component to win against the MTL only when asked */
+    module->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH - 50;
+    module->super.btl_latency = 1;
+    module->super.btl_bandwidth = 10000;
+    module->super.btl_eager_limit = 16 * 1024;
+    module->super.btl_rndv_eager_limit = 16 * 1024;
+    module->super.btl_max_send_size = 64 * 1024;
+    module->super.btl_rdma_pipeline_send_length = 256 * 1024;
+    module->super.btl_rdma_pipeline_frag_size = 4 * 1024 * 1024;
+    module->super.btl_min_rdma_pipeline_size = 256 * 1024;
+    module->super.btl_put_limit = 1ul << 30;
+    module->super.btl_get_limit = 1ul << 30;
+    module->super.btl_flags = MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
+                              | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION
+                              | MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
+    rc = mca_btl_base_param_register(&c->super.btl_version, &module->super);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    mca_btl_ofi_register_pvars();
+    (void) max_send_size_param;
+    return OPAL_SUCCESS;
+}
+
+static void show_bad_param(const char *name, long value, long min, long max, long used)
+{
+    opal_show_help("help-mpi-btl-ofi.txt", "bad parameter", true, opal_process_info.nodename, name,
+                   value, min, max, used);
+}
+
+static void check_int_param(const char *name, int *value, int min, int max)
+{
+    int original = *value;
+    if (MCA_BTL_OFI_PARAM_CLAMPED == mca_btl_ofi_clamp_int(value, min, max)) {
+        show_bad_param(name, original, min, max, *value);
+    }
+}
+
+/* Every value is checked once, before anything is opened; bad values are
+ * clamped with a message, except a mode we cannot interpret, which
+ * disqualifies the component. */
+static int check_params(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_base_module_t *m = &mca_btl_ofi_module_template.super;
+    int send_size;
+
+    if (c->mode < MCA_BTL_OFI_MODE_ONE_SIDED || c->mode > MCA_BTL_OFI_MODE_FULL_SUPPORT) {
+        opal_show_help("help-mpi-btl-ofi.txt", "bad mode", true, opal_process_info.nodename,
+                       c->mode);
+        return OPAL_ERR_BAD_PARAM;
+    }
+    check_int_param("btl_ofi_num_cq_read", &c->num_cq_read, 1, MCA_BTL_OFI_CQ_BATCH_LIMIT);
+    check_int_param("btl_ofi_num_contexts_per_module", &c->num_contexts_per_module, 1,
+                    MCA_BTL_OFI_MAX_CONTEXTS_LIMIT);
+    check_int_param("btl_ofi_progress_threshold", &c->progress_threshold, 1, 1000000);
+    check_int_param("btl_ofi_rd_num", &c->rd_num, 1, 8192);
+    check_int_param("btl_ofi_max_nics", &c->max_nics, 1, MCA_BTL_OFI_MAX_MODULES_LIMIT);
+
+    progress_mode = mca_btl_ofi_parse_progress_mode(progress_mode_param);
+    if (progress_mode < 0) {
+        opal_show_help("help-mpi-btl-ofi.txt", "bad progress mode", true,
+                       opal_process_info.nodename, progress_mode_param);
+        progress_mode = FI_PROGRESS_MANUAL;
+    }
+
+    send_size = (m->btl_max_send_size > (size_t) INT_MAX) ? INT_MAX : (int) m->btl_max_send_size;
+    if (MCA_BTL_OFI_PARAM_CLAMPED == mca_btl_ofi_clamp_int(&send_size, 1024, 1024 * 1024)) {
+        show_bad_param("btl_ofi_max_send_size", (long) m->btl_max_send_size, 1024, 1024 * 1024,
+                       send_size);
+        m->btl_max_send_size = (size_t) send_size;
+    }
+    if (m->btl_eager_limit > m->btl_max_send_size || 0 == m->btl_eager_limit) {
+        show_bad_param("btl_ofi_eager_limit", (long) m->btl_eager_limit, 1,
+                       (long) m->btl_max_send_size, (long) m->btl_max_send_size);
+        m->btl_eager_limit = m->btl_max_send_size;
+    }
+    if (m->btl_rndv_eager_limit > m->btl_eager_limit || 0 == m->btl_rndv_eager_limit) {
+        m->btl_rndv_eager_limit = m->btl_eager_limit;
+    }
+    if (0 == m->btl_put_limit) {
+        show_bad_param("btl_ofi_put_limit", 0, 1, LONG_MAX, 1l << 30);
+        m->btl_put_limit = 1ul << 30;
+    }
+    if (0 == m->btl_get_limit) {
+        show_bad_param("btl_ofi_get_limit", 0, 1, LONG_MAX, 1l << 30);
+        m->btl_get_limit = 1ul << 30;
+    }
+    c->max_send_size = m->btl_max_send_size;
+    return OPAL_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* open / close                                                        */
+
+/*
+ * Built out of tree, our DSO and its help file sit in a directory Open MPI
+ * does not search for help texts; without this every message of ours
+ * would read "Sorry! You were supposed to get help about ...".  Installed
+ * in tree, the file is in Open MPI's data directory and this finds nothing.
+ */
+static void add_help_dir_of_dso(void)
+{
+    static bool added = false;
+    char file[PATH_MAX], dir[PATH_MAX];
+    Dl_info where;
+
+    if (added || 0 == dladdr((void *) &mca_btl_ofi_component, &where)
+        || NULL == where.dli_fname) {
+        return;
+    }
+    (void) opal_string_copy(dir, where.dli_fname, sizeof(dir));
+    (void) snprintf(file, sizeof(file), "%s/help-mpi-btl-ofi.txt", dirname(dir));
+    if (0 == access(file, R_OK)) {
+        (void) opal_show_help_add_dir(dir);
+        added = true;
+    }
+}
+
+static int mca_btl_ofi_component_open(void)
+{
+    add_help_dir_of_dso();
+    mca_btl_ofi_component.module_count = 0;
+    mca_btl_ofi_component.provider_name = NULL;
+    return opal_common_ofi_open();
+}
+
+static int mca_btl_ofi_component_close(void)
+{
+    free(mca_btl_ofi_component.provider_name);
+    mca_btl_ofi_component.provider_name = NULL;
+    /* Closing the modules joined every provider thread already: nothing to
+     * wait for here. */
+    return opal_common_ofi_close();
+}
+
+/* ------------------------------------------------------------------ */
+/* Provider discovery                                                  */
+
+/** Was a value set by the user rather than left at its default? */
+static bool var_set_by_user(const char *framework, const char *component, const char *name)
+{
+    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+    int index = mca_base_var_find("opal", framework, component, name);
+
+    if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, NULL, &source, NULL)) {
+        return false;
+    }
+    return MCA_BASE_VAR_SOURCE_DEFAULT != source;
+}
+
+/** Did the user name this component in --mca btl explicitly? */
+static bool btl_ofi_requested(void)
+{
+    const char **value = NULL;
+    int index = mca_base_var_find("opal", "btl", NULL, NULL);
+
+    if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, &value, NULL, NULL)
+        || NULL == value || NULL == *value) {
+        return false;
+    }
+    return '^' != (*value)[0] && NULL != strstr(*value, "ofi");
+}
+
+static bool job_on_one_node(void)
+{
+    return opal_process_info.num_procs > 0
+           && opal_process_info.num_local_peers + 1 >= opal_process_info.num_procs;
+}
+
+static void fill_hints(struct fi_info *hints, uint64_t caps, int progress, bool threads)
+{
+    hints->caps = caps;
+    hints->mode = MCA_BTL_OFI_MODE_SUPPORTED;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = MCA_BTL_OFI_MR_MODE_SUPPORTED;
+    if (0 == (caps & FI_HMEM)) {
+        hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
+    }
+    hints->domain_attr->threading = threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+    hints->domain_attr->control_progress = progress;
+    hints->domain_attr->data_progress = progress;
+    hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
+    hints->domain_attr->av_type = FI_AV_MAP;
+    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+}
+
+/** fi_getinfo with the newest API we were built with, then 1.9. */
+static int query_providers(struct fi_info *hints, struct fi_info **list)
+{
+    int rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, list);
+    if (-FI_ENOSYS == rc || -FI_EINVAL == rc) {
+        rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, list);
+    }
+    return rc;
+}
+
+typedef struct {
+    const char *include;
+    const char *exclude;
+    bool one_node;
+} provider_filter_t;
+
+static bool passes_filter(const struct fi_info *info, uint64_t required, const provider_filter_t *f)
+{
+    char why[256];
+    const char *prov = info->fabric_attr->prov_name;
+
+    if (NULL != f->include && !mca_btl_ofi_list_names(f->include, prov)) {
+        MCA_BTL_OFI_VERBOSE(20, "%s: not in the include list", prov);
+        return false;
+    }
+    if (NULL != f->exclude && mca_btl_ofi_list_names(f->exclude, prov)) {
+        MCA_BTL_OFI_VERBOSE(20, "%s: in the exclude list", prov);
+        return false;
+    }
+    if (!mca_btl_ofi_info_usable(info, required, why, sizeof(why))) {
+        MCA_BTL_OFI_VERBOSE(10, "rejected %s (%s): %s", prov, info->domain_attr->name, why);
+        return false;
+    }
+    if (mca_btl_ofi_provider_rank(prov, f->one_node) < 0) {
+        MCA_BTL_OFI_VERBOSE(10, "rejected %s: not for a job spanning several nodes", prov);
+        return false;
+    }
+    return true;
+}
+
+/** The best-ranked provider name among the usable infos, or NULL. */
+static const char *choose_provider(struct fi_info *list, uint64_t required,
+                                   const provider_filter_t *filter)
+{
+    const char *best = NULL;
+    int best_rank = -1;
+
+    for (struct fi_info *info = list; NULL != info; info = info->next) {
+        int rank;
+        if (!passes_filter(info, required, filter)) {
+            continue;
+        }
+        rank = mca_btl_ofi_provider_rank(info->fabric_attr->prov_name, filter->one_node);
+        if (rank > best_rank) {
+            best_rank = rank;
+            best = info->fabric_attr->prov_name;
+        }
+    }
+    return best;
+}
+
+static bool is_loopback_domain(const struct fi_info *info)
+{
+    const char *name = info->domain_attr->name;
+    return NULL != name && (0 == strcmp(name, "lo") || 0 == strncmp(name, "lo:", 3));
+}
+
+/**
+ * Collect one fi_info per NIC of the chosen provider, nearest first: the
+ * NIC that common/ofi's locality-aware selection picks leads, the rest
+ * follow in the provider's order.  Loopback interfaces are dropped when a
+ * real one exists: a peer on another host would read 127.0.0.1 as itself.
+ */
+static int collect_nics(struct fi_info *list, const char *prov, uint64_t required,
+                        const provider_filter_t *filter, struct fi_info **nics, int max)
+{
+    int count = 0;
+    bool have_real = false;
+    struct fi_info *first_of_prov = NULL, *nearest;
+
+    for (struct fi_info *info = list; NULL != info; info = info->next) {
+        if (0 == strcmp(info->fabric_attr->prov_name, prov)
+            && passes_filter(info, required, filter)) {
+            if (NULL == first_of_prov) {
+                first_of_prov = info;
+            }
+            have_real |= !is_loopback_domain(info);
+        }
+    }
+    if (NULL == first_of_prov) {
+        return 0;
+    }
+    nearest = opal_common_ofi_select_provider(first_of_prov, &opal_process_info);
+
+    for (int pass = 0; pass < 2 && count < max; ++pass) {
+        for (struct fi_info *info = (0 == pass) ? nearest : first_of_prov;
+             NULL != info && count < max; info = (0 == pass) ? NULL : info->next) {
+            bool duplicate = false;
+            if (0 != strcmp(info->fabric_attr->prov_name, prov)
+                || !passes_filter(info, required, filter)
+                || (have_real && is_loopback_domain(info))) {
+                continue;
+            }
+            for (int i = 0; i < count; ++i) {
+                duplicate |= (0 == strcmp(nics[i]->domain_attr->name, info->domain_attr->name));
+            }
+            if (!duplicate) {
+                nics[count++] = info;
+            }
+        }
+    }
+    return count;
+}
+
+/**
+ * Query the provider list: first for everything we would like (two-sided,
+ * HMEM), then giving those up one at a time.
+ */
+static int discover(struct fi_info **list_out, uint64_t *caps_out, bool threads)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    bool want_msg = MCA_BTL_OFI_MODE_ONE_SIDED != c->mode;
+    bool need_rma = MCA_BTL_OFI_MODE_TWO_SIDED != c->mode;
+    bool msg_optional = !var_set_by_user("btl", "ofi", "mode");
+    bool want_hmem = !c->disable_hmem;
+    struct fi_info *hints = fi_allocinfo();
+    int rc = -FI_ENODATA;
+
+    if (NULL == hints) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    for (;;) {
+        uint64_t caps = (need_rma ? BTL_OFI_RMA_CAPS : 0) | (want_msg ? BTL_OFI_MSG_CAPS : 0);
+#if defined(FI_HMEM)
+        if (want_hmem) {
+            caps |= FI_HMEM;
+        }
+#endif
+        fill_hints(hints, caps, FI_PROGRESS_UNSPEC, threads);
+        rc = query_providers(hints, list_out);
+        if (0 == rc && NULL != *list_out) {
+            *caps_out = caps
+                        & ~(uint64_t) (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE
+                                       | FI_SEND | FI_RECV);
+            break;
+        }
+        if (want_hmem) {
+            want_hmem = false;
+        } else if (want_msg && msg_optional && need_rma) {
+            want_msg = false;
+        } else {
+            break;
+        }
+    }
+    fi_freeinfo(hints);
+    if (0 != rc) {
+        MCA_BTL_OFI_VERBOSE(1, "fi_getinfo found no provider: %s", fi_strerror(-rc));
+        return OPAL_ERR_NOT_FOUND;
+    }
+    return OPAL_SUCCESS;
+}
+
+/** Ask again for the chosen provider with our preferred progress model. */
+static struct fi_info *requery_with_progress(const char *prov, uint64_t caps, bool threads)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL;
+    int progress = progress_mode;
+
+    if (NULL == hints || FI_PROGRESS_UNSPEC == progress) {
+        fi_freeinfo(hints);
+        return NULL;
+    }
+    fill_hints(hints, caps, progress, threads);
+    hints->fabric_attr->prov_name = strdup(prov);
+    if (0 != query_providers(hints, &list)) {
+        list = NULL;
+        MCA_BTL_OFI_VERBOSE(10, "%s cannot do the requested progress model; using its own", prov);
+    }
+    fi_freeinfo(hints);
+    return list;
+}
+
+static void report_no_provider(const provider_filter_t *filter)
+{
+    if (btl_ofi_requested() || NULL != filter->include) {
+        opal_show_help("help-mpi-btl-ofi.txt", "no provider", true, opal_process_info.nodename,
+                       filter->include ? filter->include : "(none)",
+                       filter->exclude ? filter->exclude : "(none)");
+    }
+}
+
+static int open_modules(struct fi_info **nics, int count)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+
+    for (int i = 0; i < count; ++i) {
+        mca_btl_ofi_module_t *module = NULL;
+        if (OPAL_SUCCESS == mca_btl_ofi_module_open(&module, nics[i], c->module_count)) {
+            c->modules[c->module_count++] = module;
+        }
+    }
+    return c->module_count > 0 ? OPAL_SUCCESS : OPAL_ERR_NOT_AVAILABLE;
+}
+
+static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
+                                                          bool enable_progress_threads,
+                                                          bool enable_mpi_threads)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_base_module_t **result = NULL;
+    struct fi_info *list = NULL, *progress_list = NULL, *nics[MCA_BTL_OFI_MAX_MODULES_LIMIT];
+    provider_filter_t filter = { 0 };
+    const char *prov;
+    uint64_t caps = 0;
+    int count;
+    bool threads = enable_mpi_threads || enable_progress_threads;
+
+    (void) enable_progress_threads;
+    *num_btl_modules = 0;
+    c->output = opal_common_ofi.output;
+    c->module_count = 0;
+
+    if (fi_version() < FI_VERSION(1, 9)) {
+        MCA_BTL_OFI_VERBOSE(1, "libfabric older than 1.9: disqualified");
+        return NULL;
+    }
+    if (OPAL_SUCCESS != check_params()) {
+        return NULL;
+    }
+
+    filter.one_node = job_on_one_node();
+    filter.include = (NULL != opal_common_ofi.prov_include) ? *opal_common_ofi.prov_include : NULL;
+    if (NULL != filter.include && '\0' == filter.include[0]) {
+        filter.include = NULL;
+    }
+    /* common/ofi's default exclude list is written for the MTL; our own
+     * ranking already puts software providers last, so only a list the
+     * user gave applies. */
+    if (var_set_by_user("opal_common", "ofi", "provider_exclude")) {
+        filter.exclude = *opal_common_ofi.prov_exclude;
+    }
+    if (NULL != filter.include && NULL != filter.exclude && '\0' != filter.exclude[0]) {
+        opal_show_help("help-mpi-btl-ofi.txt", "include and exclude", true,
+                       opal_process_info.nodename, filter.include, filter.exclude);
+        filter.exclude = NULL;
+    }
+
+    if (OPAL_SUCCESS != discover(&list, &caps, threads)) {
+        report_no_provider(&filter);
+        goto out;
+    }
+    prov = choose_provider(list, caps, &filter);
+    if (NULL == prov) {
+        report_no_provider(&filter);
+        goto out;
+    }
+    c->provider_name = strdup(prov);
+    c->two_sided = 0 != (caps & FI_MSG);
+
+    progress_list = requery_with_progress(c->provider_name, caps, threads);
+    count = 0;
+    if (NULL != progress_list) {
+        count = collect_nics(progress_list, c->provider_name, caps, &filter, nics, c->max_nics);
+    }
+    if (0 == count) {
+        count = collect_nics(list, c->provider_name, caps, &filter, nics, c->max_nics);
+    }
+    MCA_BTL_OFI_VERBOSE(1, "provider %s, %d NIC(s), %s", c->provider_name, count,
+                        c->two_sided ? "one- and two-sided" : "one-sided only");
+
+    if (0 == count || OPAL_SUCCESS != open_modules(nics, count)) {
+        report_no_provider(&filter);
+        goto out;
+    }
+    if (OPAL_SUCCESS != mca_btl_ofi_modex_send()) {
+        goto out;
+    }
+
+    result = calloc(c->module_count, sizeof(*result));
+    if (NULL == result) {
+        goto out;
+    }
+    for (int i = 0; i < c->module_count; ++i) {
+        result[i] = &c->modules[i]->super;
+    }
+    *num_btl_modules = c->module_count;
+
+out:
+    if (NULL == result) {
+        while (c->module_count > 0) {
+            mca_btl_ofi_module_finalize(&c->modules[0]->super);
+        }
+    }
+    if (NULL != progress_list) {
+        fi_freeinfo(progress_list);
+    }
+    if (NULL != list) {
+        fi_freeinfo(list);
+    }
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress                                                            */
+
+static int mca_btl_ofi_component_progress(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    int events = 0;
+
+    for (int m = 0; m < c->module_count; ++m) {
+        mca_btl_ofi_module_t *module = c->modules[m];
+        for (int i = 0; i < module->num_contexts; ++i) {
+            events += mca_btl_ofi_context_progress(module->contexts + i);
+        }
+    }
+    return events;
+}
+
+/* ------------------------------------------------------------------ */
+/* MPI_T performance variables                                         */
+
+static const struct {
+    const char *name;
+    const char *help;
+} pvar_names[MCA_BTL_OFI_CNT_MAX] = {
+    [MCA_BTL_OFI_CNT_PUT] = { "put_count", "Puts posted by btl/ofi" },
+    [MCA_BTL_OFI_CNT_PUT_BYTES] = { "put_bytes", "Bytes put by btl/ofi" },
+    [MCA_BTL_OFI_CNT_GET] = { "get_count", "Gets posted by btl/ofi" },
+    [MCA_BTL_OFI_CNT_GET_BYTES] = { "get_bytes", "Bytes read by btl/ofi gets" },
+    [MCA_BTL_OFI_CNT_ATOMIC] = { "atomic_count", "Atomic operations posted by btl/ofi" },
+    [MCA_BTL_OFI_CNT_SEND] = { "send_count", "Two-sided messages sent by btl/ofi" },
+    [MCA_BTL_OFI_CNT_SEND_BYTES] = { "send_bytes", "Two-sided bytes sent by btl/ofi" },
+    [MCA_BTL_OFI_CNT_RECV] = { "recv_count", "Two-sided messages received by btl/ofi" },
+    [MCA_BTL_OFI_CNT_RECV_BYTES] = { "recv_bytes", "Two-sided bytes received by btl/ofi" },
+    [MCA_BTL_OFI_CNT_FLUSH] = { "flush_count", "Flushes served by btl/ofi" },
+    [MCA_BTL_OFI_CNT_RETRY] = { "retry_count", "Posts refused with EAGAIN by the provider" },
+    [MCA_BTL_OFI_CNT_ERROR] = { "error_count", "Operations completed with an error" },
+};
+
+static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    int which = (int) (intptr_t) pvar->ctx;
+    unsigned long total = 0;
+
+    (void) obj;
+    for (int m = 0; m < mca_btl_ofi_component.module_count; ++m) {
+        total += (unsigned long) mca_btl_ofi_component.modules[m]->counters[which];
+    }
+    *(unsigned long *) value = total;
+    return OPAL_SUCCESS;
+}
+
+/* the nic_* variants hold one value per module, so striping across NICs
+ * can be seen */
+static int read_counter_per_nic(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    int which = (int) (intptr_t) pvar->ctx;
+    unsigned long *out = value;
+
+    (void) obj;
+    out[0] = 0;
+    for (int m = 0; m < mca_btl_ofi_component.module_count; ++m) {
+        out[m] = (unsigned long) mca_btl_ofi_component.modules[m]->counters[which];
+    }
+    return OPAL_SUCCESS;
+}
+
+static int count_nics(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event, void *obj,
+                      int *count)
+{
+    (void) pvar;
+    (void) obj;
+    if (MCA_BASE_PVAR_HANDLE_BIND == event) {
+        *count = mca_btl_ofi_component.module_count > 0 ? mca_btl_ofi_component.module_count : 1;
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_register_pvars(void)
+{
+    const mca_base_pvar_flag_t flags = MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS;
+
+    for (int i = 0; i < MCA_BTL_OFI_CNT_MAX; ++i) {
+        char *name = NULL, *help = NULL;
+
+        (void) mca_base_component_pvar_register(
+            &mca_btl_ofi_component.super.btl_version, pvar_names[i].name, pvar_names[i].help,
+            OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+            MCA_BASE_VAR_BIND_NO_OBJECT, flags, read_counter, NULL, NULL, (void *) (intptr_t) i);
+        if (0 > opal_asprintf(&name, "nic_%s", pvar_names[i].name)
+            || 0 > opal_asprintf(&help, "%s, one value per NIC (module)", pvar_names[i].help)) {
+            free(name);
+            continue;
+        }
+        (void) mca_base_component_pvar_register(
+            &mca_btl_ofi_component.super.btl_version, name, help, OPAL_INFO_LVL_4,
+            MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+            MCA_BASE_VAR_BIND_NO_OBJECT, flags, read_counter_per_nic, NULL, count_nics,
+            (void *) (intptr_t) i);
+        free(name);
+        free(help);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+
+void mca_btl_ofi_show_fi_error(const char *call, const char *device, int rc)
+{
+    opal_show_help("help-mpi-btl-ofi.txt", "libfabric call failed", true,
+                   opal_process_info.nodename,
+                   mca_btl_ofi_component.provider_name ? mca_btl_ofi_component.provider_name : "?",
+                   device ? device : "?", call, rc, fi_strerror(rc < 0 ? -rc : rc));
+}
+
+mca_btl_ofi_component_t mca_btl_ofi_component = {
+    .super = {
+        .btl_version = {
+            /* our own release number, not Open MPI's */
+            MCA_BTL_BASE_VERSION_3_3_0,
+            .mca_component_name = "ofi",
+            MCA_BASE_MAKE_VERSION(component, BTL_OFI_VERSION_MAJOR, BTL_OFI_VERSION_MINOR,
+                                  BTL_OFI_VERSION_RELEASE),
+            .mca_open_component = mca_btl_ofi_component_open,
+            .mca_close_component = mca_btl_ofi_component_close,
+            .mca_register_component_params = mca_btl_ofi_component_register,
+        },
+        .btl_data = {
+            .param_field = MCA_BASE_METADATA_PARAM_NONE,
+        },
+        .btl_init = mca_btl_ofi_component_init,
+        .btl_progress = mca_btl_ofi_component_progress,
+    },
+};

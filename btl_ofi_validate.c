@@ -1,0 +1,233 @@
+/* -*- Mode: C; c-basic-offset:4 ; indent-tabs-mode:nil -*- */
+/*
+ * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
+ * $COPYRIGHT$
+ *
+ * $HEADER$
+ */
+
+#include "btl_ofi_validate.h"
+#include "btl_ofi_modex.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <rdma/fi_endpoint.h>
+
+static bool reject(char *why, size_t why_len, const char *fmt, ...)
+{
+    if (NULL != why && why_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+static bool name_has_layer(const char *prov_name, const char *layer)
+{
+    size_t len = strlen(layer);
+    const char *p = prov_name;
+
+    while (NULL != p && '\0' != *p) {
+        if (0 == strncasecmp(p, layer, len) && (p[len] == '\0' || p[len] == ';')) {
+            return true;
+        }
+        p = strchr(p, ';');
+        if (NULL != p) {
+            ++p;
+        }
+    }
+    return false;
+}
+
+/* FI_MR_BASIC and FI_MR_SCALABLE are the pre-1.5 enum values; anything else
+ * is a mask of mode bits. */
+static bool mr_mode_supported(int mr_mode)
+{
+    if (FI_MR_BASIC == mr_mode || FI_MR_SCALABLE == mr_mode) {
+        return true;
+    }
+    return 0 == (mr_mode & ~MCA_BTL_OFI_MR_MODE_SUPPORTED);
+}
+
+bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps, char *why,
+                             size_t why_len)
+{
+    const char *prov;
+
+    if (NULL == info || NULL == info->fabric_attr || NULL == info->fabric_attr->prov_name
+        || NULL == info->domain_attr || NULL == info->ep_attr || NULL == info->tx_attr) {
+        return reject(why, why_len, "incomplete fi_info");
+    }
+    prov = info->fabric_attr->prov_name;
+
+    if (FI_EP_RDM != info->ep_attr->type) {
+        return reject(why, why_len, "%s: endpoint type is not FI_EP_RDM", prov);
+    }
+    if ((info->caps & required_caps) != required_caps) {
+        return reject(why, why_len, "%s: missing capabilities 0x%llx", prov,
+                      (unsigned long long) (required_caps & ~info->caps));
+    }
+    /* Before libfabric 1.12 efa claimed delivery-complete without keeping
+     * the promise; osc/rdma's remote completion depends on it. */
+    if (name_has_layer(prov, "efa")
+        && FI_VERSION_LT(info->fabric_attr->prov_version, FI_VERSION(112, 0))) {
+        return reject(why, why_len, "%s: provider version older than libfabric 1.12", prov);
+    }
+    if (!mr_mode_supported(info->domain_attr->mr_mode)) {
+        return reject(why, why_len, "%s: unsupported memory-registration mode 0x%x", prov,
+                      (unsigned) info->domain_attr->mr_mode);
+    }
+    if (0 != (info->mode & ~(uint64_t) MCA_BTL_OFI_MODE_SUPPORTED)) {
+        return reject(why, why_len, "%s: requires unsupported mode bits 0x%llx", prov,
+                      (unsigned long long) (info->mode & ~(uint64_t) MCA_BTL_OFI_MODE_SUPPORTED));
+    }
+    if (0 == (info->tx_attr->op_flags & FI_DELIVERY_COMPLETE)) {
+        return reject(why, why_len, "%s: no delivery-complete semantics", prov);
+    }
+    return true;
+}
+
+/* Software providers by preference; hardware providers are everything not
+ * listed here and rank above all of them. */
+static const struct {
+    const char *name;
+    int score;
+} software_ranks[] = {
+    { "shm", 60 },         { "tcp;ofi_rxm", 50 }, { "tcp", 45 }, { "sockets", 40 },
+    { "udp;ofi_rxd", 20 }, { "net", 10 },         { "udp", 5 },  { NULL, 0 },
+};
+
+int mca_btl_ofi_provider_rank(const char *prov_name, bool job_on_one_node)
+{
+    if (NULL == prov_name) {
+        return -1;
+    }
+    for (int i = 0; NULL != software_ranks[i].name; ++i) {
+        if (0 != strcasecmp(prov_name, software_ranks[i].name)) {
+            continue;
+        }
+        if (0 == strcasecmp(prov_name, "shm") && !job_on_one_node) {
+            return -1;
+        }
+        return software_ranks[i].score;
+    }
+    /* a layered provider over a known software core ranks with that core */
+    if (name_has_layer(prov_name, "shm") || name_has_layer(prov_name, "sockets")
+        || name_has_layer(prov_name, "udp") || name_has_layer(prov_name, "tcp")
+        || name_has_layer(prov_name, "net")) {
+        return 1;
+    }
+    return 100;
+}
+
+bool mca_btl_ofi_list_names(const char *list, const char *prov_name)
+{
+    const char *p = list;
+
+    if (NULL == list || NULL == prov_name) {
+        return false;
+    }
+    while ('\0' != *p) {
+        const char *end = strchr(p, ',');
+        size_t len = (NULL == end) ? strlen(p) : (size_t) (end - p);
+        char entry[128];
+
+        while (len > 0 && (*p == ' ' || *p == '\t')) {
+            ++p;
+            --len;
+        }
+        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t')) {
+            --len;
+        }
+        if (len > 0 && len < sizeof(entry)) {
+            memcpy(entry, p, len);
+            entry[len] = '\0';
+            if (0 == strcasecmp(entry, prov_name) || name_has_layer(prov_name, entry)) {
+                return true;
+            }
+        }
+        if (NULL == end) {
+            break;
+        }
+        p = end + 1;
+    }
+    return false;
+}
+
+mca_btl_ofi_param_check_t mca_btl_ofi_clamp_int(int *value, int min, int max)
+{
+    if (*value < min) {
+        *value = min;
+        return MCA_BTL_OFI_PARAM_CLAMPED;
+    }
+    if (*value > max) {
+        *value = max;
+        return MCA_BTL_OFI_PARAM_CLAMPED;
+    }
+    return MCA_BTL_OFI_PARAM_OK;
+}
+
+int mca_btl_ofi_parse_progress_mode(const char *name)
+{
+    if (NULL == name || 0 == strcasecmp(name, "unspec") || '\0' == name[0]) {
+        return FI_PROGRESS_UNSPEC;
+    }
+    if (0 == strcasecmp(name, "auto")) {
+        return FI_PROGRESS_AUTO;
+    }
+    if (0 == strcasecmp(name, "manual")) {
+        return FI_PROGRESS_MANUAL;
+    }
+    return -1;
+}
+
+int mca_btl_ofi_modex_parse(const void *blob, size_t size, const char *provider, int index,
+                            const void **name, size_t *len, const char **why)
+{
+    const mca_btl_ofi_modex_hdr_t *hdr = blob;
+    const unsigned char *p, *end;
+
+    if (NULL == blob || size < sizeof(*hdr)) {
+        *why = "endpoint data is truncated";
+        return -1;
+    }
+    if (MCA_BTL_OFI_MODEX_MAGIC != hdr->magic) {
+        *why = "endpoint data has an unknown format";
+        return -1;
+    }
+    if (NULL == memchr(hdr->provider, '\0', sizeof(hdr->provider))
+        || 0 != strcmp(hdr->provider, provider)) {
+        *why = "the peer chose a different libfabric provider";
+        return -1;
+    }
+    if (index < 0 || (uint32_t) index >= hdr->module_count) {
+        *why = "the peer has fewer NICs";
+        return -1;
+    }
+    p = (const unsigned char *) (hdr + 1);
+    end = (const unsigned char *) blob + size;
+    for (int i = 0;; ++i) {
+        uint32_t n;
+        if ((size_t) (end - p) < sizeof(n)) {
+            *why = "endpoint data is truncated";
+            return -1;
+        }
+        memcpy(&n, p, sizeof(n));
+        p += sizeof(n);
+        if (0 == n || (size_t) (end - p) < n) {
+            *why = "endpoint name is truncated";
+            return -1;
+        }
+        if (i == index) {
+            *name = p;
+            *len = n;
+            return 0;
+        }
+        p += n;
+    }
+}

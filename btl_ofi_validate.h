@@ -1,0 +1,82 @@
+/* -*- Mode: C; c-basic-offset:4 ; indent-tabs-mode:nil -*- */
+/*
+ * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
+ * $COPYRIGHT$
+ *
+ * $HEADER$
+ */
+
+/**
+ * @file
+ *
+ * Decisions about providers and parameters that need nothing but their
+ * inputs: whether one fi_info is usable, how providers rank, whether a
+ * provider is named by an include or exclude list, whether a parameter is
+ * in range.  Kept free of Open MPI so that unit tests link it alone.
+ */
+
+#ifndef MCA_BTL_OFI_VALIDATE_H
+#define MCA_BTL_OFI_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+
+#define MCA_BTL_OFI_MAX_MODULES_LIMIT  16  /**< hard bound of btl_ofi_max_nics */
+#define MCA_BTL_OFI_MAX_CONTEXTS_LIMIT 64  /**< hard bound of num_contexts_per_module */
+#define MCA_BTL_OFI_CQ_BATCH_LIMIT     256 /**< entries of the CQ read buffer: num_cq_read's bound */
+
+/** Memory-registration mode bits we know how to serve. */
+#define MCA_BTL_OFI_MR_MODE_SUPPORTED                                                              \
+    (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT | FI_MR_LOCAL | FI_MR_HMEM)
+
+/** Mode bits (info->mode) we can satisfy. */
+#define MCA_BTL_OFI_MODE_SUPPORTED (FI_CONTEXT | FI_CONTEXT2)
+
+/**
+ * Check one fi_info against what the component needs.
+ *
+ * @param[in]  info          candidate from fi_getinfo
+ * @param[in]  required_caps capabilities that must all be present
+ * @param[out] why           reason for a rejection (may be NULL)
+ * @param[in]  why_len       size of why
+ * @return true when usable
+ */
+bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps, char *why,
+                             size_t why_len);
+
+/**
+ * Rank a provider by name.  Hardware providers first, then the
+ * shared-memory provider (only when the whole job is on one node), then
+ * tcp;ofi_rxm, then sockets, then the rest.
+ *
+ * @return a score, higher is better; negative when the provider must not
+ *         be chosen in this situation
+ */
+int mca_btl_ofi_provider_rank(const char *prov_name, bool job_on_one_node);
+
+/**
+ * Does a comma-separated list name this provider?  An entry names a
+ * provider when it equals the full name ("tcp;ofi_rxm") or one of its
+ * ';'-separated layers ("ofi_rxm" or "tcp"), case-insensitively.
+ */
+bool mca_btl_ofi_list_names(const char *list, const char *prov_name);
+
+/** Outcome of checking an integer parameter. */
+typedef enum {
+    MCA_BTL_OFI_PARAM_OK = 0,
+    MCA_BTL_OFI_PARAM_CLAMPED = 1,
+} mca_btl_ofi_param_check_t;
+
+/**
+ * Clamp *value into [min, max].
+ * @return MCA_BTL_OFI_PARAM_CLAMPED when *value was changed
+ */
+mca_btl_ofi_param_check_t mca_btl_ofi_clamp_int(int *value, int min, int max);
+
+/** Map a progress-mode name to FI_PROGRESS_*; -1 when unknown. */
+int mca_btl_ofi_parse_progress_mode(const char *name);
+
+#endif /* MCA_BTL_OFI_VALIDATE_H */

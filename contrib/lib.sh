@@ -1,0 +1,54 @@
+# Shared shell helpers for the contrib/ scripts.  Sourced, never run.
+# shellcheck shell=bash
+
+BTL_OFI_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BTL_OFI_CACHE=${BTL_OFI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btl-ofi}
+BTL_OFI_OMPI_VERSION=5.0.7
+BTL_OFI_OMPI_DEBVER=5.0.7-1
+BTL_OFI_PREFIX=$BTL_OFI_CACHE/ompi-$BTL_OFI_OMPI_VERSION
+BTL_OFI_SRC=$BTL_OFI_CACHE/src/openmpi-$BTL_OFI_OMPI_VERSION
+BTL_OFI_BUILD=${BTL_OFI_BUILD:-$BTL_OFI_ROOT/build}
+BTL_OFI_LOGS=$BTL_OFI_CACHE/logs
+BTL_OFI_T0=${BTL_OFI_T0:-$(date +%s)}
+
+phase() {
+    printf '[%4ds] == %s\n' $(($(date +%s) - BTL_OFI_T0)) "$*"
+}
+
+die() {
+    echo "error: $*" >&2
+    exit 1
+}
+
+# Run a long command with its output in a log file; print a heartbeat with
+# the elapsed time, and on failure the last lines of the log.
+run_logged() {
+    local name=$1
+    shift
+    mkdir -p "$BTL_OFI_LOGS"
+    local log=$BTL_OFI_LOGS/$name.log
+    local start
+    start=$(date +%s)
+    phase "$name (log: $log)"
+    "$@" >"$log" 2>&1 &
+    local pid=$!
+    local ticks=0
+    while kill -0 $pid 2>/dev/null; do
+        sleep 1
+        ticks=$((ticks + 1))
+        if [ $((ticks % 30)) = 0 ] && kill -0 $pid 2>/dev/null; then
+            printf '         ... %s running, %ds\n' "$name" $(($(date +%s) - start))
+        fi
+    done
+    if ! wait $pid; then
+        echo "---- last lines of $log ----" >&2
+        tail -n 40 "$log" >&2
+        die "$name failed after $(($(date +%s) - start))s"
+    fi
+    printf '         %s done in %ds\n' "$name" $(($(date +%s) - start))
+}
+
+# The stock component directory of the cached Open MPI.
+stock_component_dir() {
+    echo "$BTL_OFI_PREFIX/lib/openmpi"
+}

@@ -1,0 +1,313 @@
+/* -*- Mode: C; c-basic-offset:4 ; indent-tabs-mode:nil -*- */
+/*
+ * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
+ * $COPYRIGHT$
+ *
+ * $HEADER$
+ */
+
+/*
+ * soak: long-running mixed traffic under MPI_THREAD_MULTIPLE.  Every
+ * thread of every rank owns a duplicate of MPI_COMM_WORLD and loops over
+ * cycles of:
+ *   - MPI_Win_create over fresh malloc'd memory; in one lock_all epoch,
+ *     rounds of puts into the origin's own slots at every target,
+ *     MPI_Fetch_and_op(+1) on every target's counter and gets of the
+ *     slots back after a flush; checked; MPI_Win_free and free();
+ *   - an isend/irecv exchange with every other rank in sizes that take
+ *     ob1's short, eager and rendezvous paths; checked.
+ * Thread 0 of rank 0 decides when to stop (time budget), broadcast per
+ * cycle so that every rank runs the same number of collective cycles.
+ *
+ *   soak [-s seconds] [-t threads] [-r rounds_per_window] [-p pidfile_dir]
+ *        [-m both|rma|p2p]
+ *
+ * With -p, each rank writes DIR/rank.R containing its pid so that the
+ * script can sample its memory.  Thread 0 prints
+ *   HEAP rank=R seconds=T cycles=C inuse_kb=K
+ * (bytes malloc'd and not freed, all arenas: mallinfo2) about every 5 s:
+ * unlike RSS it does not count freed memory that malloc keeps.  Prints
+ * PVARS and RESULT lines at the end.
+ */
+
+#include <malloc.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "faults_common.h"
+
+#define SLOTS       32
+#define MAX_THREADS 16
+
+static const int msg_sizes[] = { 8, 3000, 12000, 70000 };
+#define NUM_MSG_SIZES ((int) (sizeof(msg_sizes) / sizeof(msg_sizes[0])))
+
+typedef struct {
+    int index;
+    MPI_Comm comm;
+    int nprocs;
+    int rounds;
+    int do_rma, do_p2p;
+    double deadline;
+    long ops;
+    long cycles;
+    long mpi_errors;
+    long mismatches;
+} worker_t;
+
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void thread_check(worker_t *w, int rc, const char *what)
+{
+    if (MPI_SUCCESS != rc) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        pthread_mutex_lock(&report_lock);
+        if (++w->mpi_errors <= 5) {
+            printf("MPI_ERROR rank=%d thread=%d call=%s: %s\n", fc_rank, w->index, what, msg);
+            fflush(stdout);
+        }
+        pthread_mutex_unlock(&report_lock);
+    }
+}
+#define TC(w, call) thread_check((w), (call), #call)
+
+static void thread_mismatch(worker_t *w, const char *what, long long got, long long want)
+{
+    pthread_mutex_lock(&report_lock);
+    if (++w->mismatches <= 5) {
+        printf("MISMATCH rank=%d thread=%d cycle=%ld: %s = %llx, expected %llx\n", fc_rank,
+               w->index, w->cycles, what, got, want);
+        fflush(stdout);
+    }
+    pthread_mutex_unlock(&report_lock);
+}
+
+static int64_t slot_value(int origin, int thread, long cycle, int round, int slot)
+{
+    return ((int64_t) origin << 48) ^ ((int64_t) thread << 44) ^ ((int64_t) cycle << 16)
+           ^ ((int64_t) round << 8) ^ slot;
+}
+
+static void rma_cycle(worker_t *w, int me)
+{
+    int n = w->nprocs;
+    size_t elems = (size_t) n * SLOTS + 1; /* slots of every origin, then a counter */
+    int64_t *base = calloc(elems, sizeof(int64_t));
+    int64_t src[SLOTS], got[SLOTS], one = 1, fetched;
+    MPI_Win win;
+
+    TC(w, MPI_Win_create(base, (MPI_Aint) (elems * sizeof(int64_t)), sizeof(int64_t), MPI_INFO_NULL,
+                         w->comm, &win));
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    TC(w, MPI_Win_lock_all(0, win));
+    for (int r = 0; r < w->rounds; ++r) {
+        for (int k = 0; k < n; ++k) {
+            int t = (me + k) % n;
+            for (int s = 0; s < SLOTS; ++s) {
+                src[s] = slot_value(me, w->index, w->cycles, r, s);
+                TC(w, MPI_Put(src + s, 1, MPI_INT64_T, t, (MPI_Aint) (me * SLOTS + s), 1,
+                              MPI_INT64_T, win));
+            }
+            TC(w, MPI_Fetch_and_op(&one, &fetched, MPI_INT64_T, t, (MPI_Aint) (n * SLOTS), MPI_SUM,
+                                   win));
+            TC(w, MPI_Win_flush(t, win));
+            if (fetched < 0 || fetched >= (int64_t) n * w->rounds) {
+                thread_mismatch(w, "fetch_and_op result", fetched, 0);
+            }
+            TC(w, MPI_Get(got, SLOTS, MPI_INT64_T, t, (MPI_Aint) (me * SLOTS), SLOTS, MPI_INT64_T,
+                          win));
+            TC(w, MPI_Win_flush(t, win));
+            for (int s = 0; s < SLOTS; ++s) {
+                if (got[s] != src[s]) {
+                    thread_mismatch(w, "get after put", got[s], src[s]);
+                    break;
+                }
+            }
+            w->ops += SLOTS + 2;
+        }
+    }
+    TC(w, MPI_Win_unlock_all(win));
+    TC(w, MPI_Barrier(w->comm));
+    if (base[(size_t) n * SLOTS] != (int64_t) n * w->rounds) {
+        thread_mismatch(w, "counter", base[(size_t) n * SLOTS], (long long) n * w->rounds);
+    }
+    for (int o = 0; o < n; ++o) {
+        int64_t want = slot_value(o, w->index, w->cycles, w->rounds - 1, SLOTS - 1);
+        if (base[(size_t) o * SLOTS + SLOTS - 1] != want) {
+            thread_mismatch(w, "last slot", base[(size_t) o * SLOTS + SLOTS - 1], want);
+        }
+    }
+    TC(w, MPI_Win_free(&win));
+    free(base);
+}
+
+static unsigned char byte_for(int from, int to, long cycle, int thread, int i)
+{
+    return (unsigned char) (from * 13 + to * 7 + cycle * 3 + thread * 5 + i);
+}
+
+static void p2p_cycle(worker_t *w, int me)
+{
+    int n = w->nprocs, size = msg_sizes[w->cycles % NUM_MSG_SIZES], nreq = 0;
+    unsigned char *out = malloc((size_t) size * n), *in = malloc((size_t) size * n);
+    MPI_Request *reqs = malloc(2 * (size_t) n * sizeof(MPI_Request));
+
+    for (int p = 0; p < n; ++p) {
+        if (p == me) {
+            continue;
+        }
+        for (int i = 0; i < size; ++i) {
+            out[(size_t) p * size + i] = byte_for(me, p, w->cycles, w->index, i);
+        }
+        TC(w, MPI_Irecv(in + (size_t) p * size, size, MPI_BYTE, p, 3, w->comm, reqs + nreq++));
+        TC(w, MPI_Isend(out + (size_t) p * size, size, MPI_BYTE, p, 3, w->comm, reqs + nreq++));
+    }
+    TC(w, MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE));
+    for (int p = 0; p < n; ++p) {
+        if (p == me) {
+            continue;
+        }
+        for (int i = 0; i < size; ++i) {
+            if (in[(size_t) p * size + i] != byte_for(p, me, w->cycles, w->index, i)) {
+                thread_mismatch(w, "message byte", in[(size_t) p * size + i],
+                                byte_for(p, me, w->cycles, w->index, i));
+                break;
+            }
+        }
+    }
+    w->ops += nreq;
+    free(out);
+    free(in);
+    free(reqs);
+}
+
+static double start_time;
+
+static void report_heap(worker_t *w)
+{
+    static double next_report;
+    double now = fc_now() - start_time;
+
+    if (now < next_report) {
+        return;
+    }
+    next_report = now + 5.0;
+    struct mallinfo2 mi = mallinfo2();
+    printf("HEAP rank=%d seconds=%.1f cycles=%ld inuse_kb=%zu\n", fc_rank, now, w->cycles,
+           (mi.uordblks + mi.hblkhd) / 1024);
+    fflush(stdout);
+}
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    int me;
+
+    MPI_Comm_rank(w->comm, &me);
+    for (;;) {
+        if (0 == w->index) {
+            report_heap(w);
+        }
+        int go = fc_now() < w->deadline;
+        /* rank 0's clock decides for everyone */
+        TC(w, MPI_Bcast(&go, 1, MPI_INT, 0, w->comm));
+        if (!go) {
+            break;
+        }
+        if (w->do_rma) {
+            rma_cycle(w, me);
+        }
+        if (w->do_p2p) {
+            p2p_cycle(w, me);
+        }
+        ++w->cycles;
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int seconds = 30, nthreads = 4, rounds = 4, provided, c;
+    const char *piddir = NULL, *mix = "both";
+    worker_t workers[MAX_THREADS];
+    pthread_t threads[MAX_THREADS];
+
+    while ((c = getopt(argc, argv, "s:t:r:p:m:")) != -1) {
+        switch (c) {
+        case 's':
+            seconds = atoi(optarg);
+            break;
+        case 't':
+            nthreads = atoi(optarg);
+            break;
+        case 'r':
+            rounds = atoi(optarg);
+            break;
+        case 'p':
+            piddir = optarg;
+            break;
+        case 'm':
+            mix = optarg;
+            break;
+        default:
+            fprintf(stderr,
+                    "usage: %s [-s seconds] [-t threads] [-r rounds] [-p dir] [-m both|rma|p2p]\n",
+                    argv[0]);
+            return 1;
+        }
+    }
+    if (nthreads < 1 || nthreads > MAX_THREADS) {
+        nthreads = 4;
+    }
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    fc_pvars_init();
+    MPI_Comm_rank(MPI_COMM_WORLD, &fc_rank);
+    if (MPI_THREAD_MULTIPLE != provided) {
+        printf("SKIP rank=%d: MPI_THREAD_MULTIPLE not provided (%d)\n", fc_rank, provided);
+        MPI_Finalize();
+        return 1;
+    }
+    if (NULL != piddir) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/rank.%d", piddir, fc_rank);
+        FILE *f = fopen(path, "w");
+        if (NULL != f) {
+            fprintf(f, "%d\n", (int) getpid());
+            fclose(f);
+        }
+    }
+    double t0 = fc_now();
+    start_time = t0;
+    for (int i = 0; i < nthreads; ++i) {
+        memset(&workers[i], 0, sizeof(workers[i]));
+        workers[i].index = i;
+        workers[i].rounds = rounds;
+        workers[i].do_rma = 0 != strcmp(mix, "p2p");
+        workers[i].do_p2p = 0 != strcmp(mix, "rma");
+        workers[i].deadline = t0 + seconds;
+        MPI_Comm_dup(MPI_COMM_WORLD, &workers[i].comm);
+        MPI_Comm_set_errhandler(workers[i].comm, MPI_ERRORS_RETURN);
+        MPI_Comm_size(workers[i].comm, &workers[i].nprocs);
+    }
+    for (int i = 0; i < nthreads; ++i) {
+        pthread_create(&threads[i], NULL, worker_main, &workers[i]);
+    }
+    long ops = 0, cycles = 0;
+    for (int i = 0; i < nthreads; ++i) {
+        pthread_join(threads[i], NULL);
+        ops += workers[i].ops;
+        cycles += workers[i].cycles;
+        fc_mpi_errors += workers[i].mpi_errors;
+        fc_mismatches += workers[i].mismatches;
+        MPI_Comm_free(&workers[i].comm);
+    }
+    printf("SOAK rank=%d threads=%d cycles=%ld seconds=%.1f\n", fc_rank, nthreads, cycles,
+           fc_now() - t0);
+    fc_print_pvars();
+    int rc = fc_result(ops);
+    fc_pvars_fini();
+    MPI_Finalize();
+    return rc;
+}

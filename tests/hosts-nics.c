@@ -1,0 +1,128 @@
+/*
+ * Striping over several NICs: a large-message ping-pong between two ranks on
+ * different simulated hosts (contrib/hosts up 2 --nics K), then the
+ * per-module counters of our btl/ofi (btl_ofi_nic_*_bytes, one value per
+ * module) must show that every module of every rank carried some of the
+ * traffic.
+ *
+ * pml ob1 sends eager fragments round-robin over the BTL modules it has for
+ * a peer and splits rendezvous RDMA across them by bandwidth, so with
+ * messages of several MiB every module should move bytes.  Data is checked
+ * after every round trip so that striping cannot hide corruption.
+ *
+ * Usage: hosts-nics [MODULES [MESSAGE_BYTES [ROUNDS]]]
+ *   MODULES: how many modules each rank must have (default 2)
+ */
+#include "mpi/common.h"
+
+#define MAX_MODULES 16
+
+static const char *const nic_counters[] = {"send_bytes", "recv_bytes", "put_bytes", "get_bytes"};
+#define NUM_NIC_COUNTERS ((int) (sizeof(nic_counters) / sizeof(nic_counters[0])))
+
+int main(int argc, char **argv)
+{
+    int want_modules = argc > 1 ? atoi(argv[1]) : 2;
+    size_t bytes = argc > 2 ? strtoull(argv[2], NULL, 0) : (size_t) 8 << 20;
+    int rounds = argc > 3 ? atoi(argv[3]) : 10;
+    MPI_T_pvar_session session;
+    MPI_T_pvar_handle handles[NUM_NIC_COUNTERS];
+    int modules = -1, provided;
+
+    tc_init(&argc, &argv, "hosts_nics");
+    if (2 > tc_size) {
+        TC_FAIL("needs at least 2 ranks");
+        return tc_finish();
+    }
+
+    /* a session of our own: the handles of the nic_ counters hold one
+     * value per module, which common.h's single-value handles do not */
+    TC_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+    TC_MPI(MPI_T_pvar_session_create(&session));
+    for (int c = 0; c < NUM_NIC_COUNTERS; ++c) {
+        char full[128];
+        int index, count = 0;
+        handles[c] = MPI_T_PVAR_HANDLE_NULL;
+        snprintf(full, sizeof(full), "btl_ofi_nic_%s", nic_counters[c]);
+        if (MPI_SUCCESS != MPI_T_pvar_get_index(full, MPI_T_PVAR_CLASS_COUNTER, &index)
+            || MPI_SUCCESS
+                   != MPI_T_pvar_handle_alloc(session, index, NULL, &handles[c], &count)) {
+            TC_FAIL("MPI_T performance variable %s not found: our btl/ofi is not loaded", full);
+            continue;
+        }
+        if (count < 1 || count > MAX_MODULES) {
+            TC_FAIL("%s has %d values, expected 1..%d", full, count, MAX_MODULES);
+            MPI_T_pvar_handle_free(session, &handles[c]);
+            continue;
+        }
+        modules = count;
+    }
+
+    /* ping-pong between rank 0 and 1, the others pair up likewise */
+    uint8_t *buf = tc_malloc(bytes);
+    int partner = tc_rank ^ 1;
+    if (partner < tc_size) {
+        for (int round = 0; round < rounds; ++round) {
+            uint32_t seed = (uint32_t) round * 2u;
+            if (0 == tc_rank % 2) {
+                tc_fill_pattern(buf, bytes, seed);
+                TC_MPI(MPI_Send(buf, (int) bytes, MPI_BYTE, partner, round, MPI_COMM_WORLD));
+                TC_MPI(MPI_Recv(buf, (int) bytes, MPI_BYTE, partner, round, MPI_COMM_WORLD,
+                                MPI_STATUS_IGNORE));
+                TC_CHECK_PATTERN("pong", buf, bytes, seed + 1);
+            } else {
+                TC_MPI(MPI_Recv(buf, (int) bytes, MPI_BYTE, partner, round, MPI_COMM_WORLD,
+                                MPI_STATUS_IGNORE));
+                TC_CHECK_PATTERN("ping", buf, bytes, seed);
+                tc_fill_pattern(buf, bytes, seed + 1);
+                TC_MPI(MPI_Send(buf, (int) bytes, MPI_BYTE, partner, round, MPI_COMM_WORLD));
+            }
+        }
+    }
+    tc_phase("%d round trips of %zu bytes done", rounds, bytes);
+
+    /* per module: the bytes of each counter, printed rank by rank */
+    unsigned long values[NUM_NIC_COUNTERS][MAX_MODULES];
+    memset(values, 0, sizeof(values));
+    for (int c = 0; c < NUM_NIC_COUNTERS; ++c) {
+        if (MPI_T_PVAR_HANDLE_NULL != handles[c]) {
+            TC_MPI(MPI_T_pvar_read(session, handles[c], values[c]));
+        }
+    }
+    for (int r = 0; r < tc_size; ++r) {
+        if (r == tc_rank) {
+            char host[64] = "?";
+            gethostname(host, sizeof(host));
+            for (int m = 0; m < modules; ++m) {
+                unsigned long total = 0;
+                printf("[hosts_nics] rank %d on %s module %d:", tc_rank, host, m);
+                for (int c = 0; c < NUM_NIC_COUNTERS; ++c) {
+                    printf(" %s=%lu", nic_counters[c], values[c][m]);
+                    total += values[c][m];
+                }
+                printf("\n");
+                if (partner < tc_size) {
+                    TC_CHECK(total > 0,
+                             "module %d of %d carried no bytes: traffic is not striped over "
+                             "the NICs",
+                             m, modules);
+                }
+            }
+            fflush(stdout);
+        }
+        TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    TC_CHECK(modules >= want_modules, "%d module(s), expected at least %d (one per NIC)", modules,
+             want_modules);
+
+    for (int c = 0; c < NUM_NIC_COUNTERS; ++c) {
+        if (MPI_T_PVAR_HANDLE_NULL != handles[c]) {
+            MPI_T_pvar_handle_free(session, &handles[c]);
+        }
+    }
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    free(buf);
+    tc_expect_pvars(TC_PVAR_THIS_RANK, "send_bytes recv_bytes");
+    return tc_finish();
+}

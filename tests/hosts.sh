@@ -1,0 +1,463 @@
+#!/bin/bash
+# The "hosts" lane: our btl/ofi across simulated hosts (contrib/hosts:
+# network namespaces joined by bridges, so that ranks on different hosts
+# reach each other only over the namespaces' veths), started by PRRTE's
+# ssh launcher through contrib/netns-agent (contrib/mpirun --hosts N).
+#
+#   bash tests/hosts.sh [--quick] [--provider P]... [--help]
+#
+# One line per run:  PASS|FAIL|SKIP  hosts  TEST np=N hosts=H PROVIDER ...
+# then a summary; exit 1 if any run failed, else 0 (also when everything
+# was skipped: not root, no network namespaces).
+#
+# What runs (providers tcp;ofi_rxm and sockets unless --provider):
+#   suite     every line of tests/mpi/*.tests (one- and two-sided) on 2 hosts
+#             with one rank each; a subset on 3 hosts x 1 rank and on 2 hosts
+#             x 2 ranks; rma_atomics (contention) on 3 hosts x 2 ranks (first
+#             provider only)
+#   hosts_rma tests/hosts-rma.c: puts, gets and fetch-and-op over
+#             MPI_Win_create, dynamic and MPI_Win_allocate windows, each
+#             flavour proven to go through our btl/ofi by its MPI_T counters
+#             (across hosts MPI_Win_allocate is not shared memory)
+#   provider  no provider include list, --mca btl_ofi_verbose 1: the
+#             provider our component picks must not be shm, no module on lo
+#   nics      2 NICs per host: one module per NIC on every rank, a large
+#             ping-pong (tests/hosts-nics.c) moving bytes on every module
+#             (btl_ofi_nic_* counters) and on both interfaces (kernel
+#             counters), then two-sided suite tests over both NICs
+# --quick: one run per suite test on 2 hosts, tcp;ofi_rxm only, plus the
+# hosts_rma, provider and nics checks.
+#
+# BTL_OFI_HOSTS_TIMEOUT (default 300) limits each run, in seconds;
+# BTL_OFI_HOSTS_KNOWN_BUGS=1 also runs what is skipped for an Open MPI bug.
+#
+# Every run must also be clean: "PMIX ERROR" in its output fails it.  The
+# hosts are removed at the end, whatever happened (trap EXIT).  Logs:
+# ${BTL_OFI_LOGDIR:-build/check-logs}/hosts.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=contrib/lib.sh
+. "$ROOT/contrib/lib.sh"
+
+HOSTS=$ROOT/contrib/hosts
+MPIRUN=$ROOT/contrib/mpirun
+LOGDIR=${BTL_OFI_LOGDIR:-$BTL_OFI_BUILD/check-logs}/hosts
+TIMEOUT=${BTL_OFI_HOSTS_TIMEOUT:-300}
+LANE_LOCK=/run/lock/btlofi-hosts-lane.lock
+DEFAULT_PROVIDERS=("tcp;ofi_rxm" sockets)
+# the same component selection as the mpi lane of contrib/check
+BASE_ARGS=(--mca pml ob1 --mca btl "ofi,self" --mca osc rdma)
+# the two-sided pipeline limits of p2p_sizes make 64 MiB slow on two cores
+SUITE_ENV=(-x P2P_SIZES_MAX=4194304)
+
+quick=0
+providers=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=1 ;;
+    --provider) providers+=("${2:?--provider needs a name}"); shift ;;
+    --provider=*) providers+=("${1#--provider=}") ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) die "unknown option $1" ;;
+    esac
+    shift
+done
+if [ ${#providers[@]} = 0 ]; then
+    providers=("${DEFAULT_PROVIDERS[@]}")
+    [ $quick = 0 ] || providers=("tcp;ofi_rxm")
+fi
+
+n_pass=0 n_fail=0 n_skip=0
+lane_start=$(date +%s)
+
+record() {
+    local status=$1
+    shift
+    case $status in
+    PASS) n_pass=$((n_pass + 1)) ;;
+    FAIL) n_fail=$((n_fail + 1)) ;;
+    SKIP) n_skip=$((n_skip + 1)) ;;
+    esac
+    printf '%s  hosts  %s\n' "$status" "$*"
+}
+
+summary() {
+    echo "hosts: $n_pass passed, $n_fail failed, $n_skip skipped in $(($(date +%s) - lane_start))s"
+}
+
+skip_lane() {
+    record SKIP "all np=- hosts=- -  ($1)"
+    summary
+    exit 0
+}
+
+show_log_tail() {
+    echo "---- last 30 lines of $1 ----"
+    tail -n 30 "$1" | tr -d '\000' || true
+    echo "----"
+}
+
+# ------------------------------------------------------------------
+# Can this machine do it at all?
+
+[ "$(id -u)" = 0 ] || skip_lane "needs root for network namespaces"
+command -v ip >/dev/null 2>&1 || skip_lane "iproute2 (ip) not installed"
+ip netns del btlofi-probe 2>/dev/null || true
+if ! ip netns add btlofi-probe 2>/dev/null; then
+    skip_lane "cannot create network namespaces here"
+fi
+ip netns del btlofi-probe
+[ -x "$BTL_OFI_PREFIX/bin/mpirun" ] || skip_lane "no Open MPI in $BTL_OFI_PREFIX (contrib/setup)"
+
+# One lane at a time: the hosts are shared, and down kills what runs in them.
+mkdir -p "$(dirname "$LANE_LOCK")"
+exec 8>"$LANE_LOCK"
+flock -w 900 8 || die "another hosts lane holds $LANE_LOCK"
+
+mkdir -p "$LOGDIR"
+cleanup() {
+    "$HOSTS" down >"$LOGDIR/down.log" 2>&1 || echo "hosts: 'contrib/hosts down' failed, see $LOGDIR/down.log" >&2
+}
+trap cleanup EXIT
+# a lane killed by timeout or ^C still takes its hosts down
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+# start from nothing: hosts left by an earlier run may have other NICs
+"$HOSTS" down >"$LOGDIR/down.log" 2>&1 || true
+
+# ------------------------------------------------------------------
+# Build: the component and the suite (no-ops when up to date), and the two
+# programs of this lane.
+
+if ! make -s -C "$ROOT/standalone" component mpitests >"$LOGDIR/build.log" 2>&1; then
+    echo "hosts: building the component or the suite failed (see $LOGDIR/build.log);" \
+        "what did build still runs" >&2
+fi
+eval "$("$ROOT/contrib/env")"
+mkdir -p "$BTL_OFI_BUILD/hosts"
+for prog in hosts-rma hosts-nics; do
+    src=$ROOT/tests/$prog.c bin=$BTL_OFI_BUILD/hosts/$prog
+    if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ] || [ "$ROOT/tests/mpi/common.h" -nt "$bin" ]; then
+        mpicc -O2 -g -Wall -Wextra -I"$ROOT/tests" -o "$bin" "$src" -lm \
+            >>"$LOGDIR/build.log" 2>&1 || rm -f "$bin"
+    fi
+done
+
+provider_ok() {
+    command -v fi_info >/dev/null 2>&1 || return 0
+    fi_info -p "$1" -t FI_EP_RDM >/dev/null 2>&1
+}
+
+safe_name() {
+    echo "$1" | tr -c 'A-Za-z0-9_.=-' '_' | sed 's/_*$//' | cut -c1-120
+}
+
+# ------------------------------------------------------------------
+# One run.  run_mpi NAME NP HOSTS NICS PROVIDER CHECK [MPIRUN ARGS...] -- PROG [ARGS...]
+# PROVIDER "" means no include list; CHECK ("-" for none) names a function
+# that gets the log and returns non-zero, after setting fail_reason, to fail
+# a run that exited 0.
+
+fail_reason=""
+
+run_mpi() {
+    local name=$1 np=$2 hosts=$3 nics=$4 prov=$5 check=$6
+    shift 6
+    local mpi_args=() prog_args=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        mpi_args+=("$1")
+        shift
+    done
+    [ $# -gt 1 ] || die "run_mpi $name: no program after --"
+    shift
+    prog_args=("$@")
+    local label_prov=${prov:-default}
+    # the label shows the arguments that differ from run to run
+    local extra_label="" i
+    for ((i = 0; i < ${#mpi_args[@]}; ++i)); do
+        if [ "${mpi_args[i]}" = -x ] && [ "${mpi_args[i + 1]:-}" = "${SUITE_ENV[1]}" ]; then
+            i=$((i + 1))
+            continue
+        fi
+        extra_label+=" ${mpi_args[i]}"
+    done
+    [ "$nics" = 1 ] || extra_label=" nics=$nics$extra_label"
+    local label="$name np=$np hosts=$hosts $label_prov${extra_label:+ $extra_label}"
+
+    if [ -n "$prov" ] && ! provider_ok "$prov"; then
+        record SKIP "$label  (libfabric offers no provider '$prov' here)"
+        return 0
+    fi
+    if [ ! -x "${prog_args[0]}" ]; then
+        record FAIL "$label  (${prog_args[0]} not built, see $LOGDIR/build.log)"
+        return 0
+    fi
+
+    local log
+    log=$LOGDIR/$(safe_name "$name-np$np-h$hosts-k$nics-$label_prov$extra_label").log
+    local prov_args=()
+    [ -z "$prov" ] || prov_args=(--mca btl_ofi_provider_include "$prov")
+    local start rc=0 took
+    start=$(date +%s.%N)
+    {
+        echo "# $(date -Is) contrib/mpirun --hosts $hosts --nics $nics -np $np" \
+            "${BASE_ARGS[*]} ${prov_args[*]} ${mpi_args[*]} ${prog_args[*]}"
+    } >"$log"
+    timeout -k 10 "$TIMEOUT" "$MPIRUN" --hosts "$hosts" --nics "$nics" -np "$np" \
+        "${BASE_ARGS[@]}" ${prov_args[@]+"${prov_args[@]}"} ${mpi_args[@]+"${mpi_args[@]}"} \
+        "${prog_args[@]}" \
+        </dev/null >>"$log" 2>&1 || rc=$?
+    took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+        # what a killed mpirun left behind must not disturb the next run
+        "$HOSTS" reap >/dev/null 2>&1 || true
+        record FAIL "$label  ($took, timed out after ${TIMEOUT}s, log $log)"
+        show_log_tail "$log"
+        return 0
+    fi
+    if [ $rc != 0 ]; then
+        record FAIL "$label  ($took, exit $rc, log $log)"
+        show_log_tail "$log"
+        return 0
+    fi
+    fail_reason=""
+    if grep -aq 'PMIX ERROR' "$log"; then
+        fail_reason="PMIx errors in the output"
+    elif clean_log "$log" | grep -q 'btl:ofi: module [0-9]* on lo:'; then
+        fail_reason="a module on the loopback interface"
+    elif [ "$check" != - ] && ! "$check" "$log"; then
+        : # the check set fail_reason
+    fi
+    if [ -n "$fail_reason" ]; then
+        record FAIL "$label  ($took, $fail_reason, log $log)"
+        show_log_tail "$log"
+    else
+        record PASS "$label  ($took)"
+    fi
+}
+
+# ------------------------------------------------------------------
+# Checks on a log
+
+# The log as text: PRRTE's forwarded help messages leave NUL bytes and
+# shift the next line's "[host:pid]" tag to the right.
+clean_log() {
+    tr -d '\000' <"$1" | sed 's/^[[:space:]]*//'
+}
+
+# The provider lines of --mca btl_ofi_verbose 1: one per rank; shm must
+# never be among them across hosts.
+check_provider_not_shm() {
+    local log=$1 lines names
+    lines=$(clean_log "$log" | grep 'btl:ofi: provider ' || true)
+    if [ -z "$lines" ]; then
+        fail_reason="no 'btl:ofi: provider' line: our component did not load"
+        return 1
+    fi
+    names=$(echo "$lines" | sed -n 's/.*btl:ofi: provider \([^,]*\),.*/\1/p' | sort | uniq -c \
+        | awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')
+    echo "providers chosen: $names" >>"$log"
+    if echo "$lines" | grep -q 'btl:ofi: provider shm,'; then
+        fail_reason="our component chose shm for a job across hosts ($names)"
+        return 1
+    fi
+    if [ "$(echo "$lines" | wc -l)" -lt "$cur_np" ]; then
+        fail_reason="only $(echo "$lines" | wc -l) of $cur_np ranks printed their provider"
+        return 1
+    fi
+    return 0
+}
+
+# Every rank ([host:pid] tag) has modules on at least $cur_nics distinct
+# interfaces.
+check_module_per_nic() {
+    local log=$1 text tags tag devs
+    check_provider_not_shm "$log" || return 1
+    text=$(clean_log "$log" | grep 'btl:ofi: module [0-9]* on ' || true)
+    tags=$(echo "$text" | sed -n 's/^\(\[[^]]*\]\).*/\1/p' | sort -u)
+    if [ "$(echo "$tags" | grep -c .)" -lt "$cur_np" ]; then
+        fail_reason="module lines from $(echo "$tags" | grep -c .) of $cur_np ranks"
+        return 1
+    fi
+    while IFS= read -r tag; do
+        devs=$(echo "$text" | grep -F "$tag btl:ofi: module " \
+            | sed -n 's/.* module [0-9]* on \([^:]*\):.*/\1/p' | sort -u | tr '\n' ' ')
+        echo "$tag modules on: $devs" >>"$log"
+        if [ "$(echo "$devs" | wc -w)" -lt "$cur_nics" ]; then
+            fail_reason="$tag has modules on '$devs', expected one on each of $cur_nics NICs"
+            return 1
+        fi
+    done <<<"$tags"
+    return 0
+}
+
+# Bytes through an interface of a host, both directions, from the kernel.
+iface_bytes() {
+    local host=$1 dev=$2 rx tx
+    rx=$(ip netns exec "$host" cat "/sys/class/net/$dev/statistics/rx_bytes")
+    tx=$(ip netns exec "$host" cat "/sys/class/net/$dev/statistics/tx_bytes")
+    echo $((rx + tx))
+}
+
+# After the striping run: both interfaces of btlofi-h1 carried megabytes.
+check_nics_striped() {
+    local log=$1 k after delta
+    check_module_per_nic "$log" || return 1
+    for ((k = 0; k < cur_nics; ++k)); do
+        after=$(iface_bytes btlofi-h1 "eth$k")
+        delta=$((after - nic_bytes_before[k]))
+        echo "btlofi-h1 eth$k: $delta bytes in and out during the run" >>"$log"
+        if [ $delta -lt $((8 << 20)) ]; then
+            fail_reason="btlofi-h1 eth$k moved only $delta bytes: the traffic is not striped"
+            return 1
+        fi
+    done
+    return 0
+}
+
+# ------------------------------------------------------------------
+# The suite: manifest lines for a provider, "NAME|EXTRA" (one per line).
+
+suite_lines() {
+    local prov=$1 manifest name provs extra
+    for manifest in "$ROOT"/tests/mpi/*.tests; do
+        [ -f "$manifest" ] || continue
+        # the NPS field is the mpi lane's: here the host layouts decide
+        while read -r name _ provs extra; do
+            if [ -z "$name" ] || [[ $name == \#* ]]; then
+                continue
+            fi
+            if [ "$provs" != all ] && ! [[ ,$provs, == *,"$prov",* ]]; then
+                continue
+            fi
+            echo "$name|$extra"
+        done <"$manifest"
+    done
+}
+
+# run_suite HOSTS NP NICS PROVIDER [NAME...]: the manifest lines (only the
+# named tests, first line each, when names are given)
+run_suite() {
+    local hosts=$1 np=$2 nics=$3 prov=$4
+    shift 4
+    local wanted=" $* " line name extra seen=" "
+    while IFS= read -r line; do
+        name=${line%%|*} extra=${line#*|}
+        if [ $# -gt 0 ] || [ $quick = 1 ]; then
+            [ $# = 0 ] || [[ $wanted == *" $name "* ]] || continue
+            [[ $seen != *" $name "* ]] || continue
+        fi
+        seen+="$name "
+        local extra_args=()
+        # shellcheck disable=SC2206 # manifest words, as contrib/check reads them
+        [ -z "$extra" ] || extra_args=($extra)
+        cur_np=$np cur_nics=$nics
+        run_mpi "$name" "$np" "$hosts" "$nics" "$prov" - "${SUITE_ENV[@]}" \
+            ${extra_args[@]+"${extra_args[@]}"} -- "$BTL_OFI_BUILD/mpi/$name"
+    done < <(suite_lines "$prov")
+}
+
+hosts_rma() {
+    local hosts=$1 np=$2 prov=$3
+    cur_np=$np cur_nics=1
+    run_mpi hosts_rma "$np" "$hosts" 1 "$prov" - -- "$BTL_OFI_BUILD/hosts/hosts-rma"
+}
+
+cur_np=0 cur_nics=1
+declare -a nic_bytes_before
+
+# 0. the hosts are sealed: addresses only in 10.77.0.0/16, no route out (the
+# kernel answers "unreachable" without sending a packet), nothing of ours
+# in the root namespace
+check_isolation() {
+    local hosts=$1 i ns why=""
+    "$HOSTS" up "$hosts" --nics 1 >>"$LOGDIR/up.log" 2>&1 || { why="contrib/hosts up failed"; }
+    for ((i = 1; i <= hosts; ++i)); do
+        ns=btlofi-h$i
+        if [ -n "$why" ]; then
+            break
+        elif [ -n "$(ip -n "$ns" route show default)" ]; then
+            why="$ns has a default route"
+        elif ip -n "$ns" -o -4 addr show | awk '{print $4}' | grep -qv '^10\.77\.\|^127\.'; then
+            why="$ns has an address outside 10.77.0.0/16"
+        elif ip -n "$ns" route get 1.1.1.1 >/dev/null 2>&1; then
+            why="$ns has a route to 1.1.1.1"
+        elif ! ip netns exec "$ns" getent hosts "btlofi-h$hosts" | grep -q "^10\.77\.0\.$hosts "; then
+            why="btlofi-h$hosts does not resolve to 10.77.0.$hosts in $ns"
+        fi
+    done
+    if [ -z "$why" ] && ip -o addr show | grep -q ' 10\.77\.'; then
+        why="the root namespace holds a 10.77 address"
+    fi
+    if [ -z "$why" ] && ip -o link show | grep -Eq ': (h[0-9]+n[0-9]+|btlofi[^:]*)[:@]'; then
+        why="the root namespace holds one of our links"
+    fi
+    if [ -z "$why" ] && ip -n btlofi-sw -o -4 addr show | grep -vq ' lo '; then
+        why="the switch namespace has an IPv4 address"
+    fi
+    if [ -n "$why" ]; then
+        record FAIL "isolation np=- hosts=$hosts -  ($why)"
+    else
+        record PASS "isolation np=- hosts=$hosts -"
+    fi
+}
+check_isolation 3
+
+# 1. one rank per host on two hosts: the whole suite
+for prov in "${providers[@]}"; do
+    run_suite 2 2 1 "$prov"
+    hosts_rma 2 2 "$prov"
+done
+
+# 2. three hosts, and two ranks per host
+if [ $quick = 0 ]; then
+    for prov in "${providers[@]}"; do
+        run_suite 3 3 1 "$prov" rma_put_get rma_atomics rma_sync p2p_sizes p2p_many p2p_collectives
+        hosts_rma 3 3 "$prov"
+        # (not rma_accumulate: 2.5 minutes at np 4 on two cores)
+        run_suite 2 4 1 "$prov" rma_atomics p2p_mixed p2p_matching
+        hosts_rma 2 4 "$prov"
+    done
+    # atomics contention from six ranks on three hosts: a minute per provider,
+    # so on the first one only
+    run_suite 3 6 1 "${providers[0]}" rma_atomics
+else
+    hosts_rma 3 3 "${providers[0]}"
+fi
+
+# 3. no provider include list: never shm across hosts
+cur_np=2 cur_nics=1
+run_mpi provider_not_shm 2 2 1 "" check_provider_not_shm --mca btl_ofi_verbose 1 \
+    -- "$BTL_OFI_BUILD/hosts/hosts-rma"
+cur_np=3
+run_mpi provider_not_shm 3 3 1 "" check_provider_not_shm --mca btl_ofi_verbose 1 \
+    -- "$BTL_OFI_BUILD/mpi/p2p_smoke"
+
+# 4. two NICs per host: a module per NIC, traffic on both
+for prov in "${providers[@]}"; do
+    cur_np=2 cur_nics=2
+    "$HOSTS" up 2 --nics 2 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 2 failed"
+    for ((k = 0; k < 2; ++k)); do
+        nic_bytes_before[k]=$(iface_bytes btlofi-h1 "eth$k")
+    done
+    run_mpi nics_striping 2 2 2 "$prov" check_nics_striped --mca btl_ofi_max_nics 2 \
+        --mca btl_ofi_verbose 1 -- "$BTL_OFI_BUILD/hosts/hosts-nics" 2 $((8 << 20)) 10
+    if [ $quick = 0 ] || [ "$prov" = "${providers[0]}" ]; then
+        run_suite 2 2 2 "$prov" p2p_sizes p2p_many p2p_mixed rma_put_get
+        # Open MPI 5.0.7's ob1 crashes (opal_generic_simple_unpack, from
+        # mca_pml_ob1_recv_request_progress_frag) or corrupts data when the
+        # pipelined fragments of a non-contiguous message come over two BTL
+        # modules: upstream's btl/tcp on eth0,eth1 does the same.
+        if [ "${BTL_OFI_HOSTS_KNOWN_BUGS:-0}" = 1 ]; then
+            run_suite 2 2 2 "$prov" p2p_datatypes
+        else
+            record SKIP "p2p_datatypes np=2 hosts=2 $prov  nics=2  (Open MPI 5.0.7 ob1 bug with" \
+                "non-contiguous fragments over two BTL modules, btl/tcp too;" \
+                "BTL_OFI_HOSTS_KNOWN_BUGS=1 runs it)"
+        fi
+    fi
+done
+
+summary
+[ $n_fail = 0 ]

@@ -1,0 +1,189 @@
+# Shared helpers of the parameter tests in tests/params.  Sourced, never run.
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # the PARAMS_* variables are for the sourcing tests
+#
+# Each test runs short 2-rank jobs of build/mpi/p2p_smoke with one bad MCA
+# value, then checks the job's output and its end with the expect_*
+# functions below.  Every check prints one "ok:" or "FAIL:" line; finish()
+# turns the count of failures into the exit status (0 pass, 1 fail).  A
+# test that cannot run here exits with skip() (status 77).
+#
+# Environment:
+#   BTL_OFI_PARAMS_PROVIDER  libfabric provider for the jobs (default sockets)
+#   BTL_OFI_PARAMS_TIMEOUT   seconds before a job counts as hung (default 120)
+#   BTL_OFI_PARAMS_LOGS      where job logs go (default: $BTL_OFI_LOGDIR, which
+#                            contrib/check sets, else a fresh temporary dir)
+
+# Run rather than sourced (a runner taking every tests/params/*.sh for a
+# test): not a test, say so and skip.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    echo "SKIP lib.sh: helpers of the tests in tests/params, not a test itself"
+    exit 77
+fi
+
+PARAMS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PARAMS_PROVIDER=${BTL_OFI_PARAMS_PROVIDER:-sockets}
+PARAMS_TIMEOUT=${BTL_OFI_PARAMS_TIMEOUT:-120}
+PARAMS_LOGS=${BTL_OFI_PARAMS_LOGS:-${BTL_OFI_LOGDIR:-}}
+PARAMS_SMOKE=${BTL_OFI_BUILD:-$PARAMS_ROOT/build}/mpi/p2p_smoke
+PARAMS_TEST=$(basename "$0" .sh)
+
+params_failures=0
+JOB_NAME=
+JOB_LOG=
+JOB_RC=
+JOB_SECONDS=
+
+skip() {
+    echo "SKIP $PARAMS_TEST: $*"
+    exit 77
+}
+
+# The MPI program and the launcher must exist; no build happens here.
+require_smoke() {
+    [ -x "$PARAMS_ROOT/contrib/mpirun" ] || skip "contrib/mpirun is missing"
+    [ -x "$PARAMS_SMOKE" ] || skip "$PARAMS_SMOKE is not built (make -C standalone mpitests)"
+}
+
+ok() {
+    echo "  ok: $*"
+}
+
+fail() {
+    echo "  FAIL: $*"
+    params_failures=$((params_failures + 1))
+}
+
+# run_job NAME EXPECTATION MPIRUN-ARGS...
+# A 2-rank job of p2p_smoke with EXPECTATION (ofi, none or any: see
+# tests/mpi/p2p_smoke.c).  Two-sided traffic goes through ob1; the BTL list
+# and provider are the caller's to give.  Sets JOB_RC (124 or 137: hung
+# and killed), JOB_LOG and JOB_SECONDS.
+run_job() {
+    local name=$1 expectation=$2
+    shift 2
+    local start
+    if [ -z "$PARAMS_LOGS" ]; then
+        PARAMS_LOGS=$(mktemp -d "${TMPDIR:-/tmp}/btl-ofi-params.XXXXXX")
+    fi
+    mkdir -p "$PARAMS_LOGS"
+    JOB_NAME=$name
+    JOB_LOG=$PARAMS_LOGS/$PARAMS_TEST.$(tr -c 'A-Za-z0-9_.,=-' '_' <<<"$name" | sed 's/_*$//').log
+    echo "job $name: mpirun -np 2 $* p2p_smoke $expectation"
+    start=$(date +%s)
+    set +e
+    timeout -k 10 "$PARAMS_TIMEOUT" "$PARAMS_ROOT/contrib/mpirun" -np 2 --oversubscribe \
+        --mca pml ob1 --mca osc rdma "$@" "$PARAMS_SMOKE" "$expectation" >"$JOB_LOG" 2>&1 </dev/null
+    JOB_RC=$?
+    set -e
+    JOB_SECONDS=$(($(date +%s) - start))
+    echo "  (exit status $JOB_RC after ${JOB_SECONDS}s, log $JOB_LOG)"
+}
+
+show_log_tail() {
+    echo "  ---- last lines of $JOB_LOG ----"
+    tail -n 25 "$JOB_LOG" | tr -d "\\000" | sed 's/^/  | /'
+}
+
+# The message text, as a fixed string anywhere in the job's output.
+expect_text() {
+    local text=$1
+    if grep -aqF -- "$text" "$JOB_LOG"; then
+        ok "$JOB_NAME printed \"$text\""
+    else
+        fail "$JOB_NAME did not print \"$text\""
+        show_log_tail
+    fi
+}
+
+# A line matching the extended regular expression, e.g. for aligned fields.
+expect_line() {
+    local regex=$1 what=$2
+    if grep -aqE -- "$regex" "$JOB_LOG"; then
+        ok "$JOB_NAME printed $what"
+    else
+        fail "$JOB_NAME did not print $what (no line matching /$regex/)"
+        show_log_tail
+    fi
+}
+
+expect_no_text() {
+    local text=$1 why=$2
+    if grep -aqF -- "$text" "$JOB_LOG"; then
+        fail "$JOB_NAME printed \"$text\": $why"
+        grep -aF -m 3 -- "$text" "$JOB_LOG" | sed 's/^/  | /'
+    else
+        ok "$JOB_NAME did not print \"$text\""
+    fi
+}
+
+# "Sorry! You were supposed to get help about" means the help file or the
+# topic was not found: the user gets no explanation at all.
+expect_help_found() {
+    if grep -aqF "You were supposed to get help about" "$JOB_LOG"; then
+        fail "$JOB_NAME: Open MPI could not find a help message of ours"
+        grep -a -A4 -F "You were supposed to get help about" "$JOB_LOG" | head -n 5 | sed 's/^/  | /'
+    else
+        ok "$JOB_NAME: every help message was found"
+    fi
+}
+
+# Neither hung nor crashed, whatever its exit status.
+expect_no_crash() {
+    if [ "$JOB_RC" = 124 ] || [ "$JOB_RC" = 137 ]; then
+        fail "$JOB_NAME hung: killed after ${PARAMS_TIMEOUT}s"
+        show_log_tail
+        return
+    fi
+    if grep -aqiE "segmentation fault|terminated with signal|signal 11|signal 6|core dumped|SIGSEGV|SIGABRT|SIGBUS" "$JOB_LOG"; then
+        fail "$JOB_NAME crashed"
+        grep -aiE -m 5 "segmentation fault|terminated with signal|signal 11|signal 6|core dumped|SIGSEGV|SIGABRT|SIGBUS" "$JOB_LOG" | sed 's/^/  | /'
+        return
+    fi
+    ok "$JOB_NAME neither hung nor crashed (exit status $JOB_RC)"
+}
+
+# The job ran to the end and p2p_smoke passed its checks.
+expect_completed() {
+    if [ "$JOB_RC" = 0 ] && grep -aqF "p2p_smoke: PASS" "$JOB_LOG"; then
+        ok "$JOB_NAME completed and its data checked out"
+    else
+        fail "$JOB_NAME did not complete correctly (exit status $JOB_RC)"
+        show_log_tail
+    fi
+}
+
+expect_pass() {
+    expect_no_crash
+    expect_completed
+}
+
+# The job gave up with a non-zero status and said why, without crashing.
+expect_clean_error() {
+    expect_no_crash
+    if [ "$JOB_RC" != 0 ] && [ "$JOB_RC" != 124 ] && [ "$JOB_RC" != 137 ]; then
+        ok "$JOB_NAME ended with an error status ($JOB_RC), as it should"
+    elif [ "$JOB_RC" = 0 ]; then
+        fail "$JOB_NAME succeeded although no BTL should reach the peer"
+    fi
+}
+
+# The "[bad parameter]" message for PARAM with VALUE, RANGE "MIN .. MAX"
+# and the value used instead.
+expect_bad_parameter() {
+    local param=$1 value=$2 min=$3 max=$4 used=$5
+    expect_text "An MCA parameter of the OFI BTL has a value outside its valid range."
+    expect_line "Parameter: +$param\$" "Parameter: $param"
+    expect_line "Value: +$value\$" "Value: $value"
+    expect_line "Range: +$min \.\. $max\$" "Range: $min .. $max"
+    expect_line "Using: +$used\$" "Using: $used"
+}
+
+finish() {
+    if [ "$params_failures" -gt 0 ]; then
+        echo "FAIL $PARAMS_TEST: $params_failures check(s) failed${PARAMS_LOGS:+ (logs in $PARAMS_LOGS)}"
+        exit 1
+    fi
+    echo "PASS $PARAMS_TEST"
+    exit 0
+}

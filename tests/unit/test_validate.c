@@ -1,0 +1,290 @@
+/*
+ * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
+ *
+ * Unit tests of the pure decisions: provider validation over hand-built
+ * fi_info structures, provider ranking, include/exclude lists, parameter
+ * clamping and modex parsing.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_endpoint.h>
+
+#include "btl_ofi_modex.h"
+#include "btl_ofi_validate.h"
+
+#define ONE_SIDED_CAPS (FI_RMA | FI_ATOMIC)
+
+/** A fi_info and the attribute structures it points to, all on the stack. */
+typedef struct {
+    struct fi_info info;
+    struct fi_fabric_attr fabric;
+    struct fi_domain_attr domain;
+    struct fi_ep_attr ep;
+    struct fi_tx_attr tx;
+    struct fi_rx_attr rx;
+    char prov[64];
+} fake_info_t;
+
+static struct fi_info *make_info(fake_info_t *f, const char *prov, uint32_t prov_version,
+                                 int mr_mode, uint64_t caps, uint64_t op_flags)
+{
+    memset(f, 0, sizeof(*f));
+    strncpy(f->prov, prov, sizeof(f->prov) - 1);
+    f->fabric.prov_name = f->prov;
+    f->fabric.prov_version = prov_version;
+    f->domain.mr_mode = mr_mode;
+    f->domain.name = "dev0";
+    f->ep.type = FI_EP_RDM;
+    f->tx.op_flags = op_flags;
+    f->info.caps = caps;
+    f->info.mode = FI_CONTEXT;
+    f->info.fabric_attr = &f->fabric;
+    f->info.domain_attr = &f->domain;
+    f->info.ep_attr = &f->ep;
+    f->info.tx_attr = &f->tx;
+    f->info.rx_attr = &f->rx;
+    return &f->info;
+}
+
+#define BASIC_MR (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define ALL_CAPS (FI_RMA | FI_ATOMIC | FI_MSG)
+
+static bool usable(struct fi_info *info, char *why, size_t len)
+{
+    return mca_btl_ofi_info_usable(info, ONE_SIDED_CAPS, why, len);
+}
+
+static void test_efa_before_1_12_rejected(void **state)
+{
+    fake_info_t f;
+    char why[128] = "";
+    (void) state;
+    make_info(&f, "efa", FI_VERSION(111, 0), BASIC_MR | FI_MR_LOCAL, ALL_CAPS,
+              FI_DELIVERY_COMPLETE);
+    assert_false(usable(&f.info, why, sizeof(why)));
+    assert_non_null(strstr(why, "1.12"));
+}
+
+static void test_efa_from_1_12_accepted(void **state)
+{
+    fake_info_t f;
+    (void) state;
+    make_info(&f, "efa", FI_VERSION(112, 0), BASIC_MR | FI_MR_LOCAL | FI_MR_HMEM, ALL_CAPS,
+              FI_DELIVERY_COMPLETE);
+    assert_true(usable(&f.info, NULL, 0));
+    make_info(&f, "efa", FI_VERSION(119, 0), BASIC_MR | FI_MR_LOCAL, ALL_CAPS,
+              FI_DELIVERY_COMPLETE);
+    assert_true(usable(&f.info, NULL, 0));
+}
+
+static void test_psm2_accepted(void **state)
+{
+    fake_info_t f;
+    (void) state;
+    make_info(&f, "psm2", FI_VERSION(117, 0), FI_MR_SCALABLE, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    assert_true(usable(&f.info, NULL, 0));
+}
+
+static void test_software_providers_accepted(void **state)
+{
+    static const char *provs[] = { "sockets", "tcp;ofi_rxm", "shm", "udp;ofi_rxd", "net" };
+    fake_info_t f;
+    (void) state;
+    for (size_t i = 0; i < sizeof(provs) / sizeof(provs[0]); ++i) {
+        make_info(&f, provs[i], FI_VERSION(117, 0), BASIC_MR | FI_MR_ENDPOINT, ALL_CAPS,
+                  FI_DELIVERY_COMPLETE);
+        assert_true(usable(&f.info, NULL, 0));
+    }
+}
+
+/* upstream rejects every ofi_rxm by name; we look at what it promises */
+static void test_rxm_needs_delivery_complete(void **state)
+{
+    fake_info_t f;
+    char why[128] = "";
+    (void) state;
+    make_info(&f, "tcp;ofi_rxm", FI_VERSION(117, 0), BASIC_MR, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    assert_true(usable(&f.info, NULL, 0));
+    make_info(&f, "tcp;ofi_rxm", FI_VERSION(117, 0), BASIC_MR, ALL_CAPS, FI_TRANSMIT_COMPLETE);
+    assert_false(usable(&f.info, why, sizeof(why)));
+    assert_non_null(strstr(why, "delivery-complete"));
+}
+
+/* the check upstream wrote as `op_flags | FI_DELIVERY_COMPLETE` never fails */
+static void test_missing_delivery_complete_rejected(void **state)
+{
+    fake_info_t f;
+    (void) state;
+    make_info(&f, "sockets", FI_VERSION(117, 0), BASIC_MR, ALL_CAPS, 0);
+    assert_false(usable(&f.info, NULL, 0));
+}
+
+static void test_verbs_rxm_with_mr_local_accepted(void **state)
+{
+    fake_info_t f;
+    (void) state;
+    make_info(&f, "verbs;ofi_rxm", FI_VERSION(117, 0), BASIC_MR | FI_MR_LOCAL, ALL_CAPS,
+              FI_DELIVERY_COMPLETE);
+    assert_true(usable(&f.info, NULL, 0));
+}
+
+static void test_unsupported_shapes_rejected(void **state)
+{
+    fake_info_t f;
+    (void) state;
+    make_info(&f, "sockets", FI_VERSION(117, 0), BASIC_MR, FI_MSG, FI_DELIVERY_COMPLETE);
+    assert_false(usable(&f.info, NULL, 0)); /* no RMA or atomics */
+    make_info(&f, "sockets", FI_VERSION(117, 0), BASIC_MR | FI_MR_RMA_EVENT, ALL_CAPS,
+              FI_DELIVERY_COMPLETE);
+    assert_false(usable(&f.info, NULL, 0));
+    make_info(&f, "sockets", FI_VERSION(117, 0), BASIC_MR, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    f.ep.type = FI_EP_MSG;
+    assert_false(usable(&f.info, NULL, 0));
+    make_info(&f, "sockets", FI_VERSION(117, 0), BASIC_MR, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    f.info.mode |= FI_MSG_PREFIX;
+    assert_false(usable(&f.info, NULL, 0));
+    assert_false(mca_btl_ofi_info_usable(NULL, ONE_SIDED_CAPS, NULL, 0));
+}
+
+static void test_ranking(void **state)
+{
+    (void) state;
+    assert_true(mca_btl_ofi_provider_rank("efa", false) > mca_btl_ofi_provider_rank("shm", true));
+    assert_true(mca_btl_ofi_provider_rank("psm2", true) > mca_btl_ofi_provider_rank("shm", true));
+    assert_true(mca_btl_ofi_provider_rank("verbs;ofi_rxm", false)
+                > mca_btl_ofi_provider_rank("tcp;ofi_rxm", false));
+    assert_true(mca_btl_ofi_provider_rank("shm", true)
+                > mca_btl_ofi_provider_rank("tcp;ofi_rxm", true));
+    assert_true(mca_btl_ofi_provider_rank("tcp;ofi_rxm", true)
+                > mca_btl_ofi_provider_rank("sockets", true));
+    assert_true(mca_btl_ofi_provider_rank("sockets", false)
+                > mca_btl_ofi_provider_rank("udp;ofi_rxd", false));
+    assert_true(mca_btl_ofi_provider_rank("udp;ofi_rxd", false)
+                > mca_btl_ofi_provider_rank("net", false));
+    /* shm cannot reach another node */
+    assert_true(mca_btl_ofi_provider_rank("shm", false) < 0);
+    assert_true(mca_btl_ofi_provider_rank(NULL, true) < 0);
+}
+
+static void test_lists(void **state)
+{
+    (void) state;
+    assert_true(mca_btl_ofi_list_names("sockets", "sockets"));
+    assert_true(mca_btl_ofi_list_names("shm, tcp;ofi_rxm", "tcp;ofi_rxm"));
+    assert_true(mca_btl_ofi_list_names("ofi_rxm", "tcp;ofi_rxm"));
+    assert_true(mca_btl_ofi_list_names("tcp", "tcp;ofi_rxm"));
+    assert_true(mca_btl_ofi_list_names("SOCKETS", "sockets"));
+    assert_false(mca_btl_ofi_list_names("sock", "sockets"));
+    assert_false(mca_btl_ofi_list_names("tcp", "udp;ofi_rxd"));
+    assert_false(mca_btl_ofi_list_names("", "sockets"));
+    assert_false(mca_btl_ofi_list_names(NULL, "sockets"));
+    assert_false(mca_btl_ofi_list_names("efa,psm2", "shm"));
+}
+
+static void test_clamp(void **state)
+{
+    int v;
+    (void) state;
+    v = 5;
+    assert_int_equal(mca_btl_ofi_clamp_int(&v, 1, 10), MCA_BTL_OFI_PARAM_OK);
+    assert_int_equal(v, 5);
+    v = 0;
+    assert_int_equal(mca_btl_ofi_clamp_int(&v, 1, 10), MCA_BTL_OFI_PARAM_CLAMPED);
+    assert_int_equal(v, 1);
+    v = -7;
+    assert_int_equal(mca_btl_ofi_clamp_int(&v, 1, 10), MCA_BTL_OFI_PARAM_CLAMPED);
+    assert_int_equal(v, 1);
+    /* upstream's num_cq_read could exceed its 128-entry stack buffer */
+    v = 100000;
+    assert_int_equal(mca_btl_ofi_clamp_int(&v, 1, MCA_BTL_OFI_CQ_BATCH_LIMIT),
+                     MCA_BTL_OFI_PARAM_CLAMPED);
+    assert_int_equal(v, MCA_BTL_OFI_CQ_BATCH_LIMIT);
+}
+
+static void test_progress_mode(void **state)
+{
+    (void) state;
+    assert_int_equal(mca_btl_ofi_parse_progress_mode("manual"), FI_PROGRESS_MANUAL);
+    assert_int_equal(mca_btl_ofi_parse_progress_mode("AUTO"), FI_PROGRESS_AUTO);
+    assert_int_equal(mca_btl_ofi_parse_progress_mode("unspec"), FI_PROGRESS_UNSPEC);
+    assert_int_equal(mca_btl_ofi_parse_progress_mode(NULL), FI_PROGRESS_UNSPEC);
+    assert_true(mca_btl_ofi_parse_progress_mode("sometimes") < 0);
+}
+
+/* ---- modex ---- */
+
+static size_t build_blob(unsigned char *buf, const char *prov, int count, const char **names)
+{
+    mca_btl_ofi_modex_hdr_t hdr;
+    size_t off = sizeof(hdr);
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.magic = MCA_BTL_OFI_MODEX_MAGIC;
+    hdr.module_count = (uint32_t) count;
+    strncpy(hdr.provider, prov, sizeof(hdr.provider) - 1);
+    memcpy(buf, &hdr, sizeof(hdr));
+    for (int i = 0; i < count; ++i) {
+        uint32_t n = (uint32_t) strlen(names[i]);
+        memcpy(buf + off, &n, sizeof(n));
+        memcpy(buf + off + sizeof(n), names[i], n);
+        off += sizeof(n) + n;
+    }
+    return off;
+}
+
+static void test_modex_parse(void **state)
+{
+    const char *names[] = { "nic-zero", "nic-one-longer" };
+    unsigned char buf[512];
+    const void *name;
+    size_t len, size;
+    const char *why;
+    (void) state;
+
+    size = build_blob(buf, "sockets", 2, names);
+    assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "sockets", 1, &name, &len, &why), 0);
+    assert_int_equal(len, strlen(names[1]));
+    assert_memory_equal(name, names[1], len);
+    assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "sockets", 0, &name, &len, &why), 0);
+    assert_memory_equal(name, names[0], len);
+
+    /* every truncation point is caught */
+    for (size_t cut = 0; cut < size; ++cut) {
+        int rc = mca_btl_ofi_modex_parse(buf, cut, "sockets", 1, &name, &len, &why);
+        assert_int_equal(rc, -1);
+    }
+    assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "shm", 0, &name, &len, &why), -1);
+    assert_non_null(strstr(why, "provider"));
+    assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "sockets", 2, &name, &len, &why), -1);
+    assert_int_equal(mca_btl_ofi_modex_parse(NULL, 0, "sockets", 0, &name, &len, &why), -1);
+    buf[0] ^= 0xff;
+    assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "sockets", 0, &name, &len, &why), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_efa_before_1_12_rejected),
+        cmocka_unit_test(test_efa_from_1_12_accepted),
+        cmocka_unit_test(test_psm2_accepted),
+        cmocka_unit_test(test_software_providers_accepted),
+        cmocka_unit_test(test_rxm_needs_delivery_complete),
+        cmocka_unit_test(test_missing_delivery_complete_rejected),
+        cmocka_unit_test(test_verbs_rxm_with_mr_local_accepted),
+        cmocka_unit_test(test_unsupported_shapes_rejected),
+        cmocka_unit_test(test_ranking),
+        cmocka_unit_test(test_lists),
+        cmocka_unit_test(test_clamp),
+        cmocka_unit_test(test_progress_mode),
+        cmocka_unit_test(test_modex_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
