@@ -168,6 +168,7 @@ typedef struct mca_btl_ofi_frag_t {
     void *desc;                               /**< local descriptor of the buffer */
     struct mca_btl_ofi_frag_list_t *list;     /**< list it returns to */
     struct mca_btl_ofi_context_t *tx_context; /**< context it was sent on */
+    int post_errors; /**< hard post failures while it waited in pending_sends */
 } mca_btl_ofi_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_frag_t);
 

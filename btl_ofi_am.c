@@ -455,11 +455,25 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
         report_send_error(module, frag, rc);
         return OPAL_ERROR;
     }
+    frag->post_errors = 0;
     OPAL_THREAD_LOCK(&context->lock);
     opal_list_append(&context->pending_sends, &frag->base.super.super);
     ++context->pending_count;
     OPAL_THREAD_UNLOCK(&context->lock);
     return 0;
+}
+
+/* A fragment on the pending list was accepted from ob1 already, and ob1
+ * ignores the status of most control-message completions: failing it at the
+ * first error would leave the peer waiting for good.  A post that failed
+ * (not EAGAIN) is therefore tried again on later progress calls, and only
+ * after this many failures is the fragment completed with an error. */
+#define BTL_OFI_PENDING_POST_ERRORS 8
+
+static void pending_pop(mca_btl_ofi_context_t *context)
+{
+    opal_list_remove_first(&context->pending_sends);
+    --context->pending_count;
 }
 
 int mca_btl_ofi_am_drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t **failed,
@@ -472,20 +486,22 @@ int mca_btl_ofi_am_drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_fra
             (mca_btl_ofi_frag_t *) opal_list_get_first(&context->pending_sends);
         ssize_t rc = post_send(frag, context, false);
 
-        if (0 != rc) {
-            (void) mca_btl_ofi_add64(&context->sends_in_flight, -1);
+        if (0 == rc) {
+            pending_pop(context);
+            count_sent(frag->module, frag);
+            continue;
         }
+        (void) mca_btl_ofi_add64(&context->sends_in_flight, -1);
         if (-FI_EAGAIN == rc) {
+            mca_btl_ofi_count(frag->module, MCA_BTL_OFI_CNT_RETRY, 1);
             break;
         }
-        opal_list_remove_first(&context->pending_sends);
-        --context->pending_count;
-        if (0 == rc) {
-            count_sent(frag->module, frag);
-        } else {
-            report_send_error(frag->module, frag, rc);
-            failed[nfailed++] = frag;
+        report_send_error(frag->module, frag, rc);
+        if (++frag->post_errors < BTL_OFI_PENDING_POST_ERRORS) {
+            break; /* in order: nothing behind it goes first */
         }
+        pending_pop(context);
+        failed[nfailed++] = frag;
     }
     return nfailed;
 }
