@@ -195,17 +195,17 @@ typedef struct mca_btl_ofi_frag_list_t {
 
 /** A communication context: one TX/RX pair and its CQ. */
 typedef struct mca_btl_ofi_context_t {
-    struct fid_ep *tx;               /**< TX context or the plain endpoint */
-    struct fid_ep *rx;               /**< RX context or the plain endpoint */
-    struct fid_cq *cq;               /**< completions of both */
-    opal_mutex_t lock;               /**< guards tx, rx and cq */
-    opal_free_list_t comps;          /**< RMA and atomic completions */
+    struct fid_ep *tx;      /**< TX context or the plain endpoint */
+    struct fid_ep *rx;      /**< RX context or the plain endpoint */
+    struct fid_cq *cq;      /**< completions of both */
+    opal_mutex_t lock;      /**< guards tx, rx and cq */
+    opal_free_list_t comps; /**< RMA and atomic completions */
     /** small sends; unbounded, because ob1 5.0.7 corrupts a control message
      * (ACK) whose allocation failed when it retries it */
     mca_btl_ofi_frag_list_t small_frags;
     mca_btl_ofi_frag_list_t send_frags; /**< sends up to max_send_size */
     mca_btl_ofi_frag_list_t recv_frags; /**< pre-posted receive buffers */
-    opal_atomic_int64_t outstanding; /**< operations posted, not completed */
+    opal_atomic_int64_t outstanding;    /**< operations posted, not completed */
     /** completions read by posting paths, whose callbacks wait for the next
      * progress call; guarded by lock */
     mca_btl_ofi_event_t deferred[MCA_BTL_OFI_DEFERRED_MAX];
@@ -220,8 +220,8 @@ typedef struct mca_btl_ofi_context_t {
      * posted again by progress, guarded by lock */
     opal_list_t unposted_recvs;
     int unposted_count;
-    int index;                 /**< position in the module */
-    bool lists_ready;          /**< free lists constructed */
+    int index;        /**< position in the module */
+    bool lists_ready; /**< free lists constructed */
 } mca_btl_ofi_context_t;
 
 /** One module per NIC. */

@@ -64,12 +64,11 @@ static int init_frag_list(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *c
     owner->context = context;
     owner->type = type;
     owner->payload = payload;
-    return opal_free_list_init(&owner->list, sizeof(mca_btl_ofi_frag_t), opal_cache_line_size,
-                               OBJ_CLASS(mca_btl_ofi_frag_t),
-                               sizeof(mca_btl_ofi_am_hdr_t) + payload, opal_cache_line_size,
-                               initial, max, initial, NULL,
-                               module->mr_local ? MCA_RCACHE_ACCESS_LOCAL_WRITE : 0,
-                               module->mr_local ? module->rcache : NULL, frag_init, owner);
+    return opal_free_list_init(
+        &owner->list, sizeof(mca_btl_ofi_frag_t), opal_cache_line_size,
+        OBJ_CLASS(mca_btl_ofi_frag_t), sizeof(mca_btl_ofi_am_hdr_t) + payload, opal_cache_line_size,
+        initial, max, initial, NULL, module->mr_local ? MCA_RCACHE_ACCESS_LOCAL_WRITE : 0,
+        module->mr_local ? module->rcache : NULL, frag_init, owner);
 }
 
 static inline void frag_return(mca_btl_ofi_frag_t *frag)
@@ -159,8 +158,8 @@ int mca_btl_ofi_am_context_init(mca_btl_ofi_module_t *module, mca_btl_ofi_contex
     rc = init_frag_list(module, context, &context->small_frags, MCA_BTL_OFI_OP_SEND,
                         MCA_BTL_OFI_SMALL_FRAG_PAYLOAD, 64, -1);
     if (OPAL_SUCCESS == rc) {
-        rc = init_frag_list(module, context, &context->send_frags, MCA_BTL_OFI_OP_SEND, max_send, 16,
-                            512);
+        rc = init_frag_list(module, context, &context->send_frags, MCA_BTL_OFI_OP_SEND, max_send,
+                            16, 512);
     }
     /* peers address their messages to context 0 */
     if (OPAL_SUCCESS != rc || 0 != context->index) {

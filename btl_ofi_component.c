@@ -209,8 +209,7 @@ static void add_help_dir_of_dso(void)
     char file[PATH_MAX], dir[PATH_MAX];
     Dl_info where;
 
-    if (added || 0 == dladdr((void *) &mca_btl_ofi_component, &where)
-        || NULL == where.dli_fname) {
+    if (added || 0 == dladdr((void *) &mca_btl_ofi_component, &where) || NULL == where.dli_fname) {
         return;
     }
     (void) opal_string_copy(dir, where.dli_fname, sizeof(dir));

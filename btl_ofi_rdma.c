@@ -299,6 +299,38 @@ static inline int check_endpoint(mca_btl_ofi_endpoint_t *endpoint)
     return (NULL != endpoint && endpoint->reachable) ? OPAL_SUCCESS : OPAL_ERR_UNREACH;
 }
 
+/**
+ * The part of a put or a get after its checks: a completion, the remote
+ * address and key, one post, and the MPI_T counters.  @p args holds the
+ * local buffer, size and inject choice already.
+ */
+static int start_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                     mca_btl_ofi_op_t type, rma_args_t *args,
+                     mca_btl_base_registration_handle_t *local_handle,
+                     mca_btl_base_registration_handle_t *remote_handle, uint64_t remote_address,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    bool is_put = (MCA_BTL_OFI_OP_PUT == type);
+    mca_btl_ofi_comp_t *comp;
+    int rc;
+
+    comp = comp_get(module, mca_btl_ofi_thread_context(module), endpoint, type);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    comp_set_callback(comp, args->local, local_handle, cbfunc, cbcontext, cbdata);
+    args->desc = mca_btl_ofi_local_desc(local_handle);
+    args->raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
+    args->rkey = remote_handle->rkey;
+    rc = post_rma(comp, is_put ? post_write : post_read, args);
+    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+        mca_btl_ofi_count(module, is_put ? MCA_BTL_OFI_CNT_PUT : MCA_BTL_OFI_CNT_GET, 1);
+        mca_btl_ofi_count(module, is_put ? MCA_BTL_OFI_CNT_PUT_BYTES : MCA_BTL_OFI_CNT_GET_BYTES,
+                          args->size);
+    }
+    return rc;
+}
+
 int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     mca_btl_base_registration_handle_t *local_handle,
@@ -307,9 +339,7 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
                     void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_btl_ofi_comp_t *comp;
-    rma_args_t args;
-    int rc;
+    rma_args_t args = { .local = local_address, .size = size };
 
     (void) flags;
     (void) order;
@@ -323,22 +353,8 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     if (OPAL_UNLIKELY(module->mr_local && NULL == local_handle && !args.inject)) {
         return OPAL_ERR_NOT_AVAILABLE;
     }
-    comp = comp_get(module, mca_btl_ofi_thread_context(module), endpoint, MCA_BTL_OFI_OP_PUT);
-    if (OPAL_UNLIKELY(NULL == comp)) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    comp_set_callback(comp, local_address, local_handle, cbfunc, cbcontext, cbdata);
-    args.local = local_address;
-    args.size = size;
-    args.desc = mca_btl_ofi_local_desc(local_handle);
-    args.raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
-    args.rkey = remote_handle->rkey;
-    rc = post_rma(comp, post_write, &args);
-    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_PUT, 1);
-        mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_PUT_BYTES, size);
-    }
-    return rc;
+    return start_rma(module, endpoint, MCA_BTL_OFI_OP_PUT, &args, local_handle, remote_handle,
+                     remote_address, cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -349,9 +365,7 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
                     void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_btl_ofi_comp_t *comp;
-    rma_args_t args;
-    int rc;
+    rma_args_t args = { .local = local_address, .size = size, .inject = false };
 
     (void) flags;
     (void) order;
@@ -364,23 +378,8 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     if (OPAL_UNLIKELY(module->mr_local && NULL == local_handle)) {
         return OPAL_ERR_NOT_AVAILABLE;
     }
-    comp = comp_get(module, mca_btl_ofi_thread_context(module), endpoint, MCA_BTL_OFI_OP_GET);
-    if (OPAL_UNLIKELY(NULL == comp)) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    comp_set_callback(comp, local_address, local_handle, cbfunc, cbcontext, cbdata);
-    args.local = local_address;
-    args.size = size;
-    args.desc = mca_btl_ofi_local_desc(local_handle);
-    args.raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
-    args.rkey = remote_handle->rkey;
-    args.inject = false;
-    rc = post_rma(comp, post_read, &args);
-    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_GET, 1);
-        mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_GET_BYTES, size);
-    }
-    return rc;
+    return start_rma(module, endpoint, MCA_BTL_OFI_OP_GET, &args, local_handle, remote_handle,
+                     remote_address, cbfunc, cbcontext, cbdata);
 }
 
 /* ------------------------------------------------------------------ */
