@@ -279,6 +279,12 @@ class Bench:
                 os.access(os.path.join(BUILD, "fi_bench"), os.X_OK)
         return True
 
+    # Upstream's btl/ofi is one-sided only: ob1 needs another BTL to reach
+    # the peer (without one, MPI_Win_create's collectives crash in ob1), sm
+    # on one node and tcp across hosts.
+    def upstream_osc_btls(self):
+        return "ofi,self,sm" if self.args.hosts == 1 else "ofi,self,tcp"
+
     def mpirun_prefix(self, impl, group):
         p = self.provider
         cmd = [MPIRUN]
@@ -297,7 +303,7 @@ class Bench:
         elif group == "osc":
             # Verbose selection output tells whether upstream's btl/ofi
             # really carried the window or osc/rdma fell back to sm.
-            cmd += ["--mca", "btl", "ofi,self,sm", "--mca", "osc", "rdma",
+            cmd += ["--mca", "btl", self.upstream_osc_btls(), "--mca", "osc", "rdma",
                     "--mca", "opal_common_ofi_provider_include", p,
                     "--mca", "osc_base_verbose", "20", "--mca", "btl_base_verbose", "10"]
         else:
@@ -874,10 +880,12 @@ class Bench:
         L.append("- **ours**: `contrib/mpirun -np 2 --mca pml ob1 --mca btl ofi,self "
                  "--mca osc rdma --mca btl_ofi_provider_include '%s'`" % self.provider)
         L.append("- **upstream**, one-sided: `contrib/mpirun --stock -np 2 --mca pml ob1 --mca btl "
-                 "ofi,self,sm --mca osc rdma --mca opal_common_ofi_provider_include '%s'`; "
+                 "%s --mca osc rdma --mca opal_common_ofi_provider_include '%s'` (its btl/ofi "
+                 "carries no two-sided traffic: ob1 needs the other BTL); "
                  "two-sided: `--mca btl ofi,self --mca btl_ofi_mode 2` instead of the btl list. "
                  "`refused`: upstream's btl/ofi did not take the provider (or osc/rdma did not "
-                 "use it), so there is no upstream number to compare." % self.provider)
+                 "use it), so there is no upstream number to compare." % (
+                     self.upstream_osc_btls(), self.provider))
         L.append("- **raw**: `build/fi_bench %s-p '%s'` (libfabric alone, same fi_info "
                  "attributes; `n/a` where it has no equivalent test).  %s" % (
                      " ".join(self.raw_spin_flag()) + " " if self.raw_spin_flag() else "",
