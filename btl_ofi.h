@@ -206,6 +206,8 @@ typedef struct mca_btl_ofi_context_t {
     mca_btl_ofi_frag_list_t send_frags; /**< sends up to max_send_size */
     mca_btl_ofi_frag_list_t recv_frags; /**< pre-posted receive buffers */
     opal_atomic_int64_t outstanding;    /**< operations posted, not completed */
+    /** 1 while one thread reads this CQ and hands its completions out */
+    opal_atomic_int32_t delivering;
     /** completions read by posting paths, whose callbacks wait for the next
      * progress call; guarded by lock */
     mca_btl_ofi_event_t deferred[MCA_BTL_OFI_DEFERRED_MAX];

@@ -130,6 +130,27 @@ static void dispatch(const mca_btl_ofi_event_t *event)
     }
 }
 
+/*
+ * One thread at a time reads a context's CQ *and* runs the callbacks of what
+ * it read, in CQ order, as btl/sm and btl/tcp do: ob1 never gets two
+ * fragments of one peer at once from them, and handing it ours from two
+ * threads at a time crashed it in a 10-minute MPI_THREAD_MULTIPLE soak
+ * (mca_pml_ob1_recv_req_start).  The context lock itself is not held over
+ * the callbacks, which may post sends.
+ */
+static inline bool delivery_begin(mca_btl_ofi_context_t *context)
+{
+    return !opal_using_threads() || 0 == opal_atomic_swap_32(&context->delivering, 1);
+}
+
+static inline void delivery_end(mca_btl_ofi_context_t *context)
+{
+    if (opal_using_threads()) {
+        opal_atomic_wmb();
+        context->delivering = 0;
+    }
+}
+
 int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 {
     mca_btl_ofi_event_t events[MCA_BTL_OFI_CQ_BATCH_LIMIT];
@@ -139,8 +160,12 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     mca_btl_ofi_frag_t *failed[8];
     int nfailed = 0;
 
+    if (!delivery_begin(context)) {
+        return 0; /* another thread is reading and delivering right now */
+    }
     if (!context_trylock(context)) {
-        return 0; /* another thread is reading this CQ right now */
+        delivery_end(context); /* a posting path is polling this CQ */
+        return 0;
     }
     if (OPAL_UNLIKELY(context->unposted_count > 0)) {
         mca_btl_ofi_am_repost_receives(context);
@@ -159,6 +184,7 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     for (int i = 0; i < n; ++i) {
         dispatch(events + i);
     }
+    delivery_end(context);
     return n + nfailed;
 }
 
