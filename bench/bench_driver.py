@@ -999,7 +999,17 @@ def main():
         ap.error("--rounds must be at least 1")
     if args.hosts < 1:
         ap.error("--hosts must be at least 1")
-    return Bench(args).run()
+    if args.hosts == 1 or args.hostfile:
+        return Bench(args).run()
+    # simulated hosts: take down what this run brought up, however it ends
+    hosts = os.path.join(ROOT, "contrib", "hosts")
+    were_up = subprocess.run([hosts, "status"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL).returncode == 0
+    try:
+        return Bench(args).run()
+    finally:
+        if not were_up:
+            subprocess.run([hosts, "down"], stdout=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":
