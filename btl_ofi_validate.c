@@ -78,6 +78,15 @@ bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps,
         && FI_VERSION_LT(info->fabric_attr->prov_version, FI_VERSION(112, 0))) {
         return reject(why, why_len, "%s: provider version older than libfabric 1.12", prov);
     }
+    /* In libfabric 1.17 rxd crashed inside its own code under fetching
+     * atomics from three or more peers, and stalled strided RMA, in our MPI
+     * suite: a job is better off without it than killed by it. */
+    if (name_has_layer(prov, "ofi_rxd")
+        && FI_VERSION_LT(info->fabric_attr->prov_version, FI_VERSION(118, 0))) {
+        return reject(why, why_len,
+                      "%s: ofi_rxd of libfabric 1.17 and older crashes under concurrent atomics",
+                      prov);
+    }
     if (!mr_mode_supported(info->domain_attr->mr_mode)) {
         return reject(why, why_len, "%s: unsupported memory-registration mode 0x%x", prov,
                       (unsigned) info->domain_attr->mr_mode);

@@ -95,7 +95,7 @@ static void test_psm2_accepted(void **state)
 
 static void test_software_providers_accepted(void **state)
 {
-    static const char *provs[] = { "sockets", "tcp;ofi_rxm", "shm", "udp;ofi_rxd", "net" };
+    static const char *provs[] = { "sockets", "tcp;ofi_rxm", "shm", "net" };
     fake_info_t f;
     (void) state;
     for (size_t i = 0; i < sizeof(provs) / sizeof(provs[0]); ++i) {
@@ -103,6 +103,21 @@ static void test_software_providers_accepted(void **state)
                   FI_DELIVERY_COMPLETE);
         assert_true(usable(&f.info, NULL, 0));
     }
+}
+
+/* rxd up to libfabric 1.17 crashed under concurrent atomics */
+static void test_rxd_before_1_18_rejected(void **state)
+{
+    fake_info_t f;
+    char why[256] = "";
+    (void) state;
+    make_info(&f, "udp;ofi_rxd", FI_VERSION(117, 0), BASIC_MR | FI_MR_ENDPOINT, ALL_CAPS,
+              FI_DELIVERY_COMPLETE);
+    assert_false(usable(&f.info, why, sizeof(why)));
+    assert_non_null(strstr(why, "ofi_rxd"));
+    make_info(&f, "udp;ofi_rxd", FI_VERSION(118, 0), BASIC_MR | FI_MR_ENDPOINT, ALL_CAPS,
+              FI_DELIVERY_COMPLETE);
+    assert_true(usable(&f.info, NULL, 0));
 }
 
 /* upstream rejects every ofi_rxm by name; we look at what it promises */
@@ -276,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_efa_from_1_12_accepted),
         cmocka_unit_test(test_psm2_accepted),
         cmocka_unit_test(test_software_providers_accepted),
+        cmocka_unit_test(test_rxd_before_1_18_rejected),
         cmocka_unit_test(test_rxm_needs_delivery_complete),
         cmocka_unit_test(test_missing_delivery_complete_rejected),
         cmocka_unit_test(test_verbs_rxm_with_mr_local_accepted),
