@@ -1,42 +1,42 @@
 """Headline rows of one contrib/bench run (its medians.csv) as the Markdown
-table README.md shows: python3 bench/headline.py OUT/medians.csv"""
-import csv, sys
+table README.md shows: python3 bench/headline.py OUT/medians.csv
 
-ROWS = [("put_lat", "8"), ("get_lat", "8"), ("acc_lat", "8"), ("gacc_lat", "8"),
-        ("fop_lat", "8"), ("cas_lat", "8"), ("put_rate", "8"), ("put_bw", "65536"),
-        ("put_bw", "1048576"), ("put_bw", "4194304"), ("get_bw", "1048576"),
-        ("put_bibw", "1048576"), ("pingpong", "8"), ("pingpong", "1048576"),
-        ("p2p_bw", "1048576")]
+Numbers are formatted as the run's own summary.md formats them."""
+import csv
+import os
+import sys
 
-def size(n):
-    n = int(n)
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div and n % div == 0:
-            return "%d %s" % (n // div, unit)
-    return "%d B" % n
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_driver import fmt_ratio, fmt_size, num_or_word  # noqa: E402
 
-def num(v):
+ROWS = [("put_lat", 8), ("get_lat", 8), ("acc_lat", 8), ("gacc_lat", 8),
+        ("fop_lat", 8), ("cas_lat", 8), ("put_rate", 8), ("put_bw", 64 << 10),
+        ("put_bw", 1 << 20), ("put_bw", 4 << 20), ("get_bw", 1 << 20),
+        ("put_bibw", 1 << 20), ("pingpong", 8), ("pingpong", 1 << 20),
+        ("p2p_bw", 1 << 20)]
+
+
+def number(text):
+    """A CSV cell as a float, or None where it holds a word (n/a, refused)."""
     try:
-        f = float(v)
+        return float(text)
     except ValueError:
-        return v or "-"
-    if f >= 1000:
-        return "{:,.0f}".format(f).replace(",", " ")
-    return "%.3g" % f if f < 10 else "%.1f" % f
+        return None
 
-def ratio(v):
-    try:
-        return "%.2f" % float(v) if float(v) >= 0.01 else "%.4f" % float(v)
-    except ValueError:
-        return "-"
 
-rows = {(r["benchmark"], r["size"]): r for r in csv.DictReader(open(sys.argv[1]))}
-print("| benchmark | size | unit | ours | upstream | raw | ours/upstream | ours/raw |")
-print("|--|--:|--|--:|--:|--:|--:|--:|")
-for b, s in ROWS:
-    r = rows.get((b, s))
-    if not r:
-        continue
-    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        b, size(s), r["unit"], num(r["ours"]), num(r["upstream"]), num(r["raw"]),
-        ratio(r["ours_over_upstream"]), ratio(r["ours_over_raw"])))
+def main(path):
+    rows = {(r["benchmark"], int(r["size"])): r for r in csv.DictReader(open(path))}
+    print("| benchmark | size | unit | ours | upstream | raw | ours/upstream | ours/raw |")
+    print("|--|--:|--|--:|--:|--:|--:|--:|")
+    for bench, size in ROWS:
+        r = rows.get((bench, size))
+        if not r:
+            continue
+        cells = [num_or_word(number(r[k]), r[k]) for k in ("ours", "upstream", "raw")]
+        ratios = [fmt_ratio(number(r[k])) for k in ("ours_over_upstream", "ours_over_raw")]
+        print("| %s | %s | %s | %s |" % (bench, fmt_size(size), r["unit"],
+                                         " | ".join(cells + ratios)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
