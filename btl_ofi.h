@@ -153,8 +153,16 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_comp_t);
 typedef struct mca_btl_ofi_am_hdr_t {
     uint32_t src_vpid; /**< sender's rank in its job, to find the endpoint */
     uint8_t tag;       /**< active-message tag */
-    uint8_t pad[3];
+    uint8_t kind;      /**< mca_btl_ofi_msg_kind_t */
+    uint8_t pad[2];
 } mca_btl_ofi_am_hdr_t;
+
+/** What a two-sided message carries. */
+typedef enum {
+    MCA_BTL_OFI_KIND_AM = 0,             /**< an active message for the layer above */
+    MCA_BTL_OFI_KIND_ATOMIC_REQUEST = 1, /**< an emulated atomic to apply */
+    MCA_BTL_OFI_KIND_ATOMIC_REPLY = 2,   /**< its answer */
+} mca_btl_ofi_msg_kind_t;
 
 /** A two-sided fragment: a descriptor plus a buffer of max_send_size. */
 typedef struct mca_btl_ofi_frag_t {
@@ -235,15 +243,16 @@ typedef struct mca_btl_ofi_module_t {
     struct fid_av *av;
     struct fid_ep *ep; /**< scalable or plain endpoint */
     bool is_scalable_ep;
-    int rx_ctx_bits;   /**< AV bits naming a peer's RX context */
-    bool virt_addr;    /**< FI_MR_VIRT_ADDR */
-    bool prov_key;     /**< FI_MR_PROV_KEY */
-    bool mr_endpoint;  /**< FI_MR_ENDPOINT */
-    bool mr_local;     /**< FI_MR_LOCAL */
-    bool bypass_cache; /**< provider caches registrations itself */
-    bool two_sided;    /**< FI_MSG in use, receives posted */
-    bool use_inject;   /**< FI_INJECT for small puts */
-    bool send_inject;  /**< fi_inject for small two-sided messages */
+    int rx_ctx_bits;      /**< AV bits naming a peer's RX context */
+    bool virt_addr;       /**< FI_MR_VIRT_ADDR */
+    bool prov_key;        /**< FI_MR_PROV_KEY */
+    bool mr_endpoint;     /**< FI_MR_ENDPOINT */
+    bool mr_local;        /**< FI_MR_LOCAL */
+    bool bypass_cache;    /**< provider caches registrations itself */
+    bool two_sided;       /**< FI_MSG in use, receives posted */
+    bool use_inject;      /**< FI_INJECT for small puts */
+    bool send_inject;     /**< fi_inject for small two-sided messages */
+    bool emulate_atomics; /**< atomics are applied by the target's progress */
     size_t inject_size;
     int num_contexts;
     mca_btl_ofi_context_t *contexts;
@@ -255,6 +264,7 @@ typedef struct mca_btl_ofi_module_t {
     uint32_t atomic_post_ok[MCA_BTL_OFI_ATOMIC_TABLE]; /**< per op: datatypes confirmed, no fetch */
     opal_list_t endpoints;                             /**< every endpoint created */
     opal_hash_table_t peers;                           /**< vpid -> endpoint */
+    opal_hash_table_t regions; /**< rkey -> mca_btl_ofi_reg_t, our live registrations */
     mca_rcache_base_module_t *rcache;
     opal_atomic_uint64_t counters[MCA_BTL_OFI_CNT_MAX];
     opal_atomic_uint64_t next_key; /**< requested keys without FI_MR_PROV_KEY */
@@ -274,6 +284,7 @@ typedef struct mca_btl_ofi_component_t {
     int progress_threshold; /**< outstanding ops before we progress */
     int rd_num;             /**< receive buffers per context */
     bool disable_inject;
+    bool emulate_atomics; /**< btl_ofi_emulate_atomics */
     bool disable_hmem;
     int max_nics; /**< at most this many modules */
     int output;   /**< our verbose stream */
@@ -343,6 +354,20 @@ int mca_btl_ofi_am_drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_fra
                                  int max_failed);
 void mca_btl_ofi_am_fail(mca_btl_ofi_frag_t *frag);
 void mca_btl_ofi_am_repost_receives(mca_btl_ofi_context_t *context);
+mca_btl_ofi_frag_t *mca_btl_ofi_am_frag_alloc(mca_btl_ofi_module_t *module,
+                                              mca_btl_ofi_endpoint_t *endpoint, size_t size);
+int mca_btl_ofi_am_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag,
+                                 mca_btl_ofi_msg_kind_t kind);
+
+/* atomics applied by the target (providers without fi_atomic) */
+void mca_btl_ofi_regions_add(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
+void mca_btl_ofi_regions_remove(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
+void mca_btl_ofi_emu_enable(mca_btl_ofi_module_t *module);
+int mca_btl_ofi_emu_post(mca_btl_ofi_comp_t *comp, enum fi_op op, enum fi_datatype dt,
+                         uint64_t remote_address, uint64_t rkey);
+void mca_btl_ofi_emu_serve(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                           const void *payload, size_t len);
+void mca_btl_ofi_emu_answered(const void *payload, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Inline helpers for the hot paths.                                   */

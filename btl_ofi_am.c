@@ -195,6 +195,25 @@ static mca_btl_ofi_endpoint_t *endpoint_for_vpid(mca_btl_ofi_module_t *module, u
     return endpoint;
 }
 
+/* Messages of our own, which the layer above never sees. */
+static void deliver_internal(mca_btl_ofi_frag_t *frag, size_t len)
+{
+    mca_btl_ofi_module_t *module = frag->module;
+    const void *payload = frag->hdr + 1;
+
+    switch (frag->hdr->kind) {
+    case MCA_BTL_OFI_KIND_ATOMIC_REQUEST:
+        mca_btl_ofi_emu_serve(module, endpoint_for_vpid(module, frag->hdr->src_vpid), payload, len);
+        break;
+    case MCA_BTL_OFI_KIND_ATOMIC_REPLY:
+        mca_btl_ofi_emu_answered(payload, len);
+        break;
+    default:
+        MCA_BTL_OFI_VERBOSE(1, "dropped a message of unknown kind %d", frag->hdr->kind);
+        break;
+    }
+}
+
 static void deliver(mca_btl_ofi_frag_t *frag, size_t len)
 {
     mca_btl_ofi_module_t *module = frag->module;
@@ -273,7 +292,11 @@ void mca_btl_ofi_am_complete(mca_btl_ofi_frag_t *frag, size_t len, int status)
         return;
     }
     if (OPAL_SUCCESS == status && len >= sizeof(mca_btl_ofi_am_hdr_t)) {
-        deliver(frag, len - sizeof(mca_btl_ofi_am_hdr_t));
+        if (OPAL_LIKELY(MCA_BTL_OFI_KIND_AM == frag->hdr->kind)) {
+            deliver(frag, len - sizeof(mca_btl_ofi_am_hdr_t));
+        } else {
+            deliver_internal(frag, len - sizeof(mca_btl_ofi_am_hdr_t));
+        }
     }
     repost_or_park(frag);
 }
@@ -418,7 +441,7 @@ static inline bool window_open(mca_btl_ofi_context_t *context, bool inject)
  * complete, 0 when it is in flight or pending, an OPAL error otherwise.
  */
 static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca_btl_base_tag_t tag,
-                     bool may_inject)
+                     mca_btl_ofi_msg_kind_t kind, bool may_inject)
 {
     mca_btl_ofi_context_t *context = mca_btl_ofi_thread_context(module);
     size_t len = sizeof(mca_btl_ofi_am_hdr_t) + frag->segment.seg_len;
@@ -430,6 +453,7 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     }
     frag->hdr->src_vpid = OPAL_PROC_MY_NAME.vpid;
     frag->hdr->tag = tag;
+    frag->hdr->kind = (uint8_t) kind;
     frag->tx_context = context;
 
     /* behind fragments already waiting, to keep the order */
@@ -518,7 +542,7 @@ static int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t 
     int rc;
 
     frag->endpoint = endpoint;
-    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, may_inject);
+    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, may_inject);
     if (1 == rc && (des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)) {
         frag_return(frag);
     }
@@ -549,7 +573,7 @@ static int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t
                                      payload_size);
         frag->segment.seg_len = header_size + packed;
     }
-    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, true);
+    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, true);
     if (1 == rc) {
         frag_return(frag);
         return OPAL_SUCCESS;
@@ -565,6 +589,24 @@ static int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t
         frag_return(frag);
     }
     return OPAL_ERR_RESOURCE_BUSY;
+}
+
+mca_btl_ofi_frag_t *mca_btl_ofi_am_frag_alloc(mca_btl_ofi_module_t *module,
+                                              mca_btl_ofi_endpoint_t *endpoint, size_t size)
+{
+    return frag_alloc(module, endpoint, size, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+}
+
+/** Send a message of our own; the fragment is ours again whatever happens. */
+int mca_btl_ofi_am_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag,
+                                 mca_btl_ofi_msg_kind_t kind)
+{
+    int rc = send_frag(module, frag, 0, kind, true);
+
+    if (0 != rc) {
+        frag_return(frag);
+    }
+    return rc;
 }
 
 void mca_btl_ofi_am_setup_module(mca_btl_ofi_module_t *module)

@@ -92,6 +92,10 @@ static int mca_btl_ofi_component_register(void)
                          "Never use fi_inject_write / fi_inject for small "
                          "messages",
                          &c->disable_inject, false);
+    (void) register_bool("emulate_atomics",
+                         "Apply atomics at the target, through our own messages, even "
+                         "when the provider offers them (it always happens when it does not)",
+                         &c->emulate_atomics, false);
     (void) register_bool("disable_hmem", "Do not ask providers for device (HMEM) memory support",
                          &c->disable_hmem, false);
     (void) register_int("max_nics", "Largest number of NICs (modules) to use (1..16)", &c->max_nics,

@@ -85,6 +85,7 @@ static int register_region(void *reg_data, void *base, size_t size,
     reg->desc = fi_mr_desc(reg->mr);
     reg->handle.rkey = fi_mr_key(reg->mr);
     reg->handle.base_addr = module->virt_addr ? 0 : (uint64_t) (uintptr_t) base;
+    mca_btl_ofi_regions_add(module, reg);
     return OPAL_SUCCESS;
 }
 
@@ -92,8 +93,8 @@ static int deregister_region(void *reg_data, mca_rcache_base_registration_t *rca
 {
     mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rcache_reg;
 
-    (void) reg_data;
     if (NULL != reg->mr) {
+        mca_btl_ofi_regions_remove((mca_btl_ofi_module_t *) reg_data, reg);
         int rc = fi_close(&reg->mr->fid);
         reg->mr = NULL;
         if (0 != rc) {
@@ -120,6 +121,8 @@ mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *en
             return NULL;
         }
         reg->base.access_flags = access;
+        reg->base.base = base;
+        reg->base.bound = (unsigned char *) base + size - 1;
         if (OPAL_SUCCESS != register_region(module, base, size, &reg->base)) {
             free(reg);
             return NULL;
@@ -568,6 +571,7 @@ int mca_btl_ofi_module_open(mca_btl_ofi_module_t **module_out, struct fi_info *i
     OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&module->peers, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->regions, opal_hash_table_t);
 
     module->info = fi_dupinfo(info);
     if (NULL == module->info) {
@@ -578,6 +582,9 @@ int mca_btl_ofi_module_open(mca_btl_ofi_module_t **module_out, struct fi_info *i
     describe_module(module);
 
     rc = opal_hash_table_init(&module->peers, 256);
+    if (OPAL_SUCCESS == rc) {
+        rc = opal_hash_table_init(&module->regions, 256);
+    }
     if (OPAL_SUCCESS != rc) {
         goto fail;
     }
@@ -621,6 +628,10 @@ int mca_btl_ofi_module_open(mca_btl_ofi_module_t **module_out, struct fi_info *i
     mca_btl_ofi_probe_module_atomics(module);
     if (module->two_sided) {
         mca_btl_ofi_am_setup_module(module);
+        if (mca_btl_ofi_component.emulate_atomics
+            || 0 == (module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD)) {
+            mca_btl_ofi_emu_enable(module);
+        }
     } else {
         module->super.btl_flags &= ~(MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE);
     }
@@ -714,6 +725,7 @@ int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl)
     }
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->peers);
+    OBJ_DESTRUCT(&module->regions);
     OBJ_DESTRUCT(&module->lock);
     if (NULL != module->info) {
         fi_freeinfo(module->info);
