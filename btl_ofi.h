@@ -406,6 +406,12 @@ static inline mca_btl_ofi_context_t *mca_btl_ofi_thread_context(mca_btl_ofi_modu
     return module->contexts + (thread_index % module->num_contexts);
 }
 
+/** Bytes of one element of a datatype our atomics take. */
+static inline size_t mca_btl_ofi_datatype_size(enum fi_datatype dt)
+{
+    return (FI_INT32 == dt || FI_FLOAT == dt) ? 4 : 8;
+}
+
 /** Address a peer uses for an rkey's region. */
 static inline uint64_t mca_btl_ofi_remote_addr(const mca_btl_base_registration_handle_t *handle,
                                                uint64_t address)

@@ -52,9 +52,14 @@ typedef struct {
 
 /* ------------------------------------------------------------------ */
 /* Registered regions, so that a target can check what it is asked.   */
+/* Kept only once atomics are applied here: before that (module open)  */
+/* only our own free lists register, and no peer targets them.         */
 
 void mca_btl_ofi_regions_add(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg)
 {
+    if (!module->emulate_atomics) {
+        return;
+    }
     OPAL_THREAD_LOCK(&module->lock);
     (void) opal_hash_table_set_value_uint64(&module->regions, reg->handle.rkey, reg);
     OPAL_THREAD_UNLOCK(&module->lock);
@@ -64,6 +69,9 @@ void mca_btl_ofi_regions_remove(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t 
 {
     void *found = NULL;
 
+    if (!module->emulate_atomics) {
+        return;
+    }
     OPAL_THREAD_LOCK(&module->lock);
     if (OPAL_SUCCESS == opal_hash_table_get_value_uint64(&module->regions, reg->handle.rkey, &found)
         && found == reg) {
@@ -91,11 +99,6 @@ static bool region_allows(mca_btl_ofi_module_t *module, uint64_t rkey, uint64_t 
 
 /* ------------------------------------------------------------------ */
 /* The operations, on values of the datatype's width.                 */
-
-static inline size_t emu_size(enum fi_datatype dt)
-{
-    return (FI_INT32 == dt || FI_FLOAT == dt) ? 4 : 8;
-}
 
 static uint64_t add_values(enum fi_datatype dt, uint64_t a, uint64_t b)
 {
@@ -165,7 +168,7 @@ static int apply(const emu_request_t *req, uint64_t *result)
     if (float_type(dt) && FI_SUM != op && FI_ATOMIC_WRITE != op && FI_CSWAP != op) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    if (4 == emu_size(dt)) {
+    if (4 == mca_btl_ofi_datatype_size(dt)) {
         opal_atomic_int32_t *where = (opal_atomic_int32_t *) (uintptr_t) req->address;
         int32_t old = *where, next;
         do {
@@ -211,6 +214,8 @@ void mca_btl_ofi_emu_serve(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t 
 {
     emu_request_t req;
     emu_reply_t reply = { .status = OPAL_SUCCESS };
+    enum fi_datatype dt;
+    size_t size;
 
     if (NULL == endpoint || len != sizeof(req)) {
         MCA_BTL_OFI_VERBOSE(1, "dropped a malformed atomic request (%zu bytes)", len);
@@ -218,11 +223,11 @@ void mca_btl_ofi_emu_serve(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t 
     }
     memcpy(&req, payload, sizeof(req));
     reply.request = req.request;
-    if (req.dt > FI_DOUBLE
-        || !(FI_INT32 == req.dt || FI_INT64 == req.dt || float_type((enum fi_datatype) req.dt))
-        || 0 != req.address % emu_size((enum fi_datatype) req.dt)) {
+    dt = (enum fi_datatype) req.dt;
+    size = mca_btl_ofi_datatype_size(dt);
+    if (!(FI_INT32 == dt || FI_INT64 == dt || float_type(dt)) || 0 != req.address % size) {
         reply.status = OPAL_ERR_BAD_PARAM;
-    } else if (!region_allows(module, req.rkey, req.address, emu_size((enum fi_datatype) req.dt))) {
+    } else if (!region_allows(module, req.rkey, req.address, size)) {
         MCA_BTL_OFI_VERBOSE(1, "refused an atomic from %s at 0x%" PRIx64 ": no such region",
                             OPAL_NAME_PRINT(endpoint->proc->proc_name), req.address);
         reply.status = OPAL_ERR_PERM;

@@ -94,8 +94,11 @@ static int deregister_region(void *reg_data, mca_rcache_base_registration_t *rca
     mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rcache_reg;
 
     if (NULL != reg->mr) {
+        int rc;
+
+        /* a peer's atomic must not find the key once the region goes */
         mca_btl_ofi_regions_remove((mca_btl_ofi_module_t *) reg_data, reg);
-        int rc = fi_close(&reg->mr->fid);
+        rc = fi_close(&reg->mr->fid);
         reg->mr = NULL;
         if (0 != rc) {
             MCA_BTL_OFI_VERBOSE(1, "closing a region failed: %s", fi_strerror(-rc));

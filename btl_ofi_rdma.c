@@ -389,11 +389,6 @@ typedef struct {
     uint64_t address; /**< the target's virtual address */
 } atomic_args_t;
 
-static inline size_t datatype_size(enum fi_datatype dt)
-{
-    return (FI_INT32 == dt || FI_FLOAT == dt) ? 4 : 8;
-}
-
 /* Writes and atomics that fetch nothing name FI_DELIVERY_COMPLETE on every
  * call: net (libfabric 1.17) ignores the endpoint's default op_flags for
  * fi_write, and our MPI suite then read stale data after a flush. */
@@ -451,7 +446,7 @@ static ssize_t post_emulated_atomic(mca_btl_ofi_comp_t *comp, void *arg)
 static inline void store_operand(uint64_t *slot, uint64_t value, enum fi_datatype dt)
 {
     *slot = 0;
-    if (4 == datatype_size(dt)) {
+    if (4 == mca_btl_ofi_datatype_size(dt)) {
         uint32_t narrow = (uint32_t) value;
         memcpy(slot, &narrow, sizeof(narrow));
     } else {
@@ -480,7 +475,7 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     store_operand(comp->operands, operands[0], args->dt);
     store_operand(comp->operands + 1, operands[1], args->dt);
     comp->operands[2] = 0;
-    comp->result_size = (MCA_BTL_OFI_OP_AOP == type) ? 0 : datatype_size(args->dt);
+    comp->result_size = (MCA_BTL_OFI_OP_AOP == type) ? 0 : mca_btl_ofi_datatype_size(args->dt);
     args->raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
     args->rkey = remote_handle->rkey;
     args->address = remote_address;
