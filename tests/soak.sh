@@ -4,14 +4,24 @@
 #   tests/soak.sh [SECONDS]            default 600; 30 for a quick check
 #
 # np 4, 4 threads per rank under MPI_THREAD_MULTIPLE (tests/faults/soak.c):
-# every thread creates and frees windows over fresh malloc'd memory in a
-# loop and does verified puts, gets and fetch_and_op in them, then a
-# verified isend/irecv exchange with every rank.  Meanwhile the resident
-# memory (VmRSS of /proc/PID/status) of every rank is sampled.
+# every cycle, every thread does verified puts, gets and fetch_and_op in a
+# window, then a verified isend/irecv exchange with every rank.  Thread 0
+# creates and frees its window over fresh malloc'd memory every cycle; the
+# other threads keep theirs for the run.  Meanwhile the resident memory
+# (VmRSS of /proc/PID/status) of every rank is sampled.
+#
+# Thread 0 creates and frees its windows while the rank's other threads
+# wait outside MPI (soak -S).  Open MPI 5.0.7 does not survive a window
+# being created while other threads of the process communicate: with
+# btl/sm alone (no btl/ofi loaded) a rank crashed in
+# ompi_osc_rdma_component_select, calling through the new communicator's
+# collectives table, after 115 s with one thread creating windows and
+# after 280 s with all four (and in ob1's mca_pml_ob1_recv_req_start).
+# SOAK_SERIAL=0 (with SOAK_CHURN=N: N threads creating windows) runs that.
 #
 # Cases:
 #   run       every operation of every thread exact, no MPI error, no hang
-#   baseline  the same window churn (-m rma) with upstream's btl/ofi
+#   baseline  the same windows (-m rma) with upstream's btl/ofi
 #             (contrib/env --stock, btl ofi,sm,self) for a fifth of the
 #             time: how much heap osc/rdma and the rest of Open MPI keep per
 #             window cycle without us (5.0.7 keeps ~35 KiB per window:
@@ -26,8 +36,9 @@
 #
 # Environment: SOAK_PROVIDER (default shm, the fastest here, so the most
 # cycles), SOAK_THREADS (4), SOAK_NP (4), SOAK_MIX (both, rma or p2p: to
-# tell which traffic a growth comes with), SOAK_EXTRA (more mpirun args,
-# e.g. "--mca btl_ofi_num_contexts_per_module 4").
+# tell which traffic a growth comes with), SOAK_SERIAL (1), SOAK_CHURN (1:
+# threads creating windows, used with SOAK_SERIAL=0), SOAK_EXTRA (more
+# mpirun args, e.g. "--mca btl_ofi_num_contexts_per_module 4").
 # shellcheck disable=SC2054 # commas inside MCA values, not array separators
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -44,6 +55,10 @@ PROVIDER=${SOAK_PROVIDER:-shm}
 THREADS=${SOAK_THREADS:-4}
 NP=${SOAK_NP:-4}
 MIX=${SOAK_MIX:-both}
+CHURN=${SOAK_CHURN:-1}
+SERIAL=${SOAK_SERIAL:-1}
+serial_arg=()
+[ "$SERIAL" = 0 ] || serial_arg=(-S)
 TOL_PCT=${SOAK_TOLERANCE_PCT:-10}
 TOL_MIN_KB=${SOAK_TOLERANCE_MIN_KB:-16384}
 read -r -a EXTRA <<<"${SOAK_EXTRA:-}"
@@ -142,12 +157,12 @@ if [ -f "$(dirname "$(dirname "$(command -v mpicc)")")/lib/openmpi/mca_btl_ofi.s
     soak_job "$FAULTS_LOGS/soak/baseline.log" "$FAULTS_LOGS/soak/baseline-rss.csv" "$base_secs" \
         --stock -- -np "$NP" --oversubscribe --bind-to none --mca btl ofi,sm,self --mca osc rdma \
         --mca pml ob1 --mca opal_common_ofi_provider_include shm \
-        "$FAULTS_OUT/soak" -s "$base_secs" -t "$THREADS" -p "$piddir" -m rma
+        "$FAULTS_OUT/soak" -s "$base_secs" -t "$THREADS" -p "$piddir" -m rma -c "$CHURN" "${serial_arg[@]}"
     base_warm=$(awk -v s="$base_secs" 'BEGIN { printf "%.1f", s * 0.25 }')
     base_rate=$(heap_rate "$MPI_LOG" 0 "$base_warm")
     if [ "$MPI_RC" = 0 ] && [ -n "$base_rate" ]; then
         faults_report PASS soak "baseline/stock-btl-ofi/rma/shm/${base_secs}s" \
-            "upstream btl/ofi + osc/rdma keep ${base_rate} KiB of heap per window cycle (rank 0, 4 windows a cycle with 4 threads)"
+            "upstream btl/ofi + osc/rdma keep ${base_rate} KiB of heap per cycle of rank 0's thread 0 ($CHURN of $THREADS threads churning windows)"
     else
         faults_report SKIP soak "baseline/stock-btl-ofi/rma/shm/${base_secs}s" \
             "no baseline (rc=$MPI_RC): the memory check allows no per-window growth"
@@ -161,15 +176,16 @@ samples=$FAULTS_LOGS/soak/rss.csv
 soak_job "$FAULTS_LOGS/soak/run.log" "$samples" "$SECONDS_WANTED" -- \
     -np "$NP" --oversubscribe --bind-to none --mca btl ofi,self --mca osc rdma --mca pml ob1 \
     --mca btl_ofi_provider_include "$PROVIDER" "${EXTRA[@]}" \
-    "$FAULTS_OUT/soak" -s "$SECONDS_WANTED" -t "$THREADS" -p "$piddir" -m "$MIX"
+    "$FAULTS_OUT/soak" -s "$SECONDS_WANTED" -t "$THREADS" -p "$piddir" -m "$MIX" -c "$CHURN" "${serial_arg[@]}"
 left=$(faults_reap)
 
 # ---- run
 cycles=$(faults_sum "$MPI_LOG" SOAK cycles)
+windows=$(faults_sum "$MPI_LOG" SOAK windows)
 ops=$(faults_sum "$MPI_LOG" RESULT ops)
 retries=$(faults_sum "$MPI_LOG" PVARS retry)
 crash=$(faults_crash_sign "$MPI_LOG")
-details="cycles=$cycles (windows created and freed, over all threads and ranks) ops=$ops eagain_retries=$retries time=${MPI_SECS}s"
+details="cycles=$cycles windows=$windows (created and freed; both over all threads and ranks) ops=$ops eagain_retries=$retries time=${MPI_SECS}s"
 if faults_timed_out; then
     faults_report FAIL soak "run/$name" "hang: still running after ${MPI_SECS}s; $details"
 elif [ -n "$crash" ]; then

@@ -10,17 +10,26 @@
  * soak: long-running mixed traffic under MPI_THREAD_MULTIPLE.  Every
  * thread of every rank owns a duplicate of MPI_COMM_WORLD and loops over
  * cycles of:
- *   - MPI_Win_create over fresh malloc'd memory; in one lock_all epoch,
- *     rounds of puts into the origin's own slots at every target,
- *     MPI_Fetch_and_op(+1) on every target's counter and gets of the
- *     slots back after a flush; checked; MPI_Win_free and free();
+ *   - one lock_all epoch in a window: rounds of puts into the origin's
+ *     own slots at every target, MPI_Fetch_and_op(+1) on every target's
+ *     counter and gets of the slots back after a flush; checked;
  *   - an isend/irecv exchange with every other rank in sizes that take
  *     ob1's short, eager and rendezvous paths; checked.
- * Thread 0 of rank 0 decides when to stop (time budget), broadcast per
- * cycle so that every rank runs the same number of collective cycles.
+ * The first C threads (-c, default all) churn windows: each cycle's window
+ * is MPI_Win_create'd over fresh malloc'd memory and freed (MPI_Win_free,
+ * free()) after its epoch.  The other threads keep one window for the
+ * whole run.  Thread 0 of rank 0 decides when to stop (time budget),
+ * broadcast per cycle so that every rank runs the same number of
+ * collective cycles.
+ *
+ * With -S only thread 0 churns, and it creates and frees its window while
+ * the rank's other threads wait outside MPI (a pthread barrier before and
+ * after every cycle's traffic): Open MPI 5.0.7 crashes when a window is
+ * created while other threads of the process communicate, with btl/sm
+ * alone as well (tests/soak.sh explains).
  *
  *   soak [-s seconds] [-t threads] [-r rounds_per_window] [-p pidfile_dir]
- *        [-m both|rma|p2p]
+ *        [-m both|rma|p2p] [-c churning_threads] [-S]
  *
  * With -p, each rank writes DIR/rank.R containing its pid so that the
  * script can sample its memory.  Thread 0 prints
@@ -48,9 +57,12 @@ typedef struct {
     int nprocs;
     int rounds;
     int do_rma, do_p2p;
+    MPI_Win win; /* MPI_WIN_NULL: this thread churns windows */
+    int64_t *base;
     double deadline;
     long ops;
     long cycles;
+    long windows; /* created and freed by this thread */
     long mpi_errors;
     long mismatches;
 } worker_t;
@@ -90,17 +102,21 @@ static int64_t slot_value(int origin, int thread, long cycle, int round, int slo
            ^ ((int64_t) round << 8) ^ slot;
 }
 
-static void rma_cycle(worker_t *w, int me)
+/*
+ * One lock_all epoch in @p win (whose local memory is @p base): rounds of
+ * puts into this origin's slots at every target, a fetch_and_op on every
+ * target's counter and gets of the slots back, all checked.  @p epoch
+ * counts the earlier epochs in this window: the counter only grows, and a
+ * barrier ends each epoch, so every value fetched now lies in this epoch's
+ * range.
+ */
+static void rma_epoch(worker_t *w, int me, MPI_Win win, const int64_t *base, long epoch,
+                      bool epoch_ends_in_barrier)
 {
     int n = w->nprocs;
-    size_t elems = (size_t) n * SLOTS + 1; /* slots of every origin, then a counter */
-    int64_t *base = calloc(elems, sizeof(int64_t));
     int64_t src[SLOTS], got[SLOTS], one = 1, fetched;
-    MPI_Win win;
+    int64_t per_epoch = (int64_t) n * w->rounds;
 
-    TC(w, MPI_Win_create(base, (MPI_Aint) (elems * sizeof(int64_t)), sizeof(int64_t), MPI_INFO_NULL,
-                         w->comm, &win));
-    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     TC(w, MPI_Win_lock_all(0, win));
     for (int r = 0; r < w->rounds; ++r) {
         for (int k = 0; k < n; ++k) {
@@ -110,11 +126,15 @@ static void rma_cycle(worker_t *w, int me)
                 TC(w, MPI_Put(src + s, 1, MPI_INT64_T, t, (MPI_Aint) (me * SLOTS + s), 1,
                               MPI_INT64_T, win));
             }
+            /* sentinels: an operation that silently did nothing shows here,
+             * not only at the target */
+            fetched = -1;
+            memset(got, 0xff, sizeof(got));
             TC(w, MPI_Fetch_and_op(&one, &fetched, MPI_INT64_T, t, (MPI_Aint) (n * SLOTS), MPI_SUM,
                                    win));
             TC(w, MPI_Win_flush(t, win));
-            if (fetched < 0 || fetched >= (int64_t) n * w->rounds) {
-                thread_mismatch(w, "fetch_and_op result", fetched, 0);
+            if (fetched < per_epoch * epoch || fetched >= per_epoch * (epoch + 1)) {
+                thread_mismatch(w, "fetch_and_op result", fetched, per_epoch * epoch);
             }
             TC(w, MPI_Get(got, SLOTS, MPI_INT64_T, t, (MPI_Aint) (me * SLOTS), SLOTS, MPI_INT64_T,
                           win));
@@ -130,8 +150,8 @@ static void rma_cycle(worker_t *w, int me)
     }
     TC(w, MPI_Win_unlock_all(win));
     TC(w, MPI_Barrier(w->comm));
-    if (base[(size_t) n * SLOTS] != (int64_t) n * w->rounds) {
-        thread_mismatch(w, "counter", base[(size_t) n * SLOTS], (long long) n * w->rounds);
+    if (base[(size_t) n * SLOTS] != per_epoch * (epoch + 1)) {
+        thread_mismatch(w, "counter", base[(size_t) n * SLOTS], per_epoch * (epoch + 1));
     }
     for (int o = 0; o < n; ++o) {
         int64_t want = slot_value(o, w->index, w->cycles, w->rounds - 1, SLOTS - 1);
@@ -139,8 +159,51 @@ static void rma_cycle(worker_t *w, int me)
             thread_mismatch(w, "last slot", base[(size_t) o * SLOTS + SLOTS - 1], want);
         }
     }
-    TC(w, MPI_Win_free(&win));
+    /* a window that outlives the epoch: nobody starts the next one in it
+     * before everybody has checked this one */
+    if (epoch_ends_in_barrier) {
+        TC(w, MPI_Barrier(w->comm));
+    }
+}
+
+static size_t window_elems(const worker_t *w)
+{
+    return (size_t) w->nprocs * SLOTS + 1; /* slots of every origin, then a counter */
+}
+
+static int window_open(worker_t *w, int64_t **base, MPI_Win *win)
+{
+    size_t elems = window_elems(w);
+
+    *base = calloc(elems, sizeof(int64_t));
+    int rc = MPI_Win_create(*base, (MPI_Aint) (elems * sizeof(int64_t)), sizeof(int64_t),
+                            MPI_INFO_NULL, w->comm, win);
+    if (MPI_SUCCESS == rc) {
+        MPI_Win_set_errhandler(*win, MPI_ERRORS_RETURN);
+    }
+    return rc;
+}
+
+static void window_close(worker_t *w, int64_t *base, MPI_Win *win)
+{
+    TC(w, MPI_Win_free(win));
     free(base);
+}
+
+/* A churning thread's window lives for one cycle over fresh memory; the
+ * others' window lives for the whole run. */
+static void rma_cycle(worker_t *w, int me)
+{
+    if (MPI_WIN_NULL != w->win) {
+        rma_epoch(w, me, w->win, w->base, w->cycles, true);
+        return;
+    }
+    int64_t *base;
+    MPI_Win win;
+    TC(w, window_open(w, &base, &win));
+    rma_epoch(w, me, win, base, 0, false);
+    window_close(w, base, &win);
+    ++w->windows;
 }
 
 static unsigned char byte_for(int from, int to, long cycle, int thread, int i)
@@ -200,6 +263,32 @@ static void report_heap(worker_t *w)
     fflush(stdout);
 }
 
+/* rank 0's clock decides for everyone */
+static int go_on(worker_t *w)
+{
+    int go = fc_now() < w->deadline;
+
+    TC(w, MPI_Bcast(&go, 1, MPI_INT, 0, w->comm));
+    return go;
+}
+
+/* One cycle's traffic; @p win, unless MPI_WIN_NULL, was made for this
+ * cycle alone (its memory at @p base). */
+static void cycle_traffic(worker_t *w, int me, MPI_Win win, const int64_t *base)
+{
+    if (w->do_rma) {
+        if (MPI_WIN_NULL != win) {
+            rma_epoch(w, me, win, base, 0, false);
+        } else {
+            rma_cycle(w, me);
+        }
+    }
+    if (w->do_p2p) {
+        p2p_cycle(w, me);
+    }
+    ++w->cycles;
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
@@ -210,31 +299,63 @@ static void *worker_main(void *arg)
         if (0 == w->index) {
             report_heap(w);
         }
-        int go = fc_now() < w->deadline;
-        /* rank 0's clock decides for everyone */
-        TC(w, MPI_Bcast(&go, 1, MPI_INT, 0, w->comm));
-        if (!go) {
+        if (!go_on(w)) {
             break;
         }
-        if (w->do_rma) {
-            rma_cycle(w, me);
+        cycle_traffic(w, me, MPI_WIN_NULL, NULL);
+    }
+    return NULL;
+}
+
+/* -S: the rank's threads meet here around the window creation and free */
+static pthread_barrier_t phase;
+static int serial_go;
+
+/*
+ * A cycle with -S: thread 0 decides whether to go on and creates this
+ * cycle's window while the rank's other threads wait outside MPI; then
+ * every thread runs its traffic; then thread 0 frees the window while the
+ * others wait again.
+ */
+static void *worker_serial_main(void *arg)
+{
+    worker_t *w = arg;
+    int64_t *base = NULL;
+    MPI_Win win = MPI_WIN_NULL;
+    int me;
+
+    MPI_Comm_rank(w->comm, &me);
+    for (;;) {
+        if (0 == w->index) {
+            report_heap(w);
+            serial_go = go_on(w);
+            if (serial_go && w->do_rma) {
+                TC(w, window_open(w, &base, &win));
+            }
         }
-        if (w->do_p2p) {
-            p2p_cycle(w, me);
+        pthread_barrier_wait(&phase);
+        if (!serial_go) {
+            break;
         }
-        ++w->cycles;
+        cycle_traffic(w, me, win, base);
+        pthread_barrier_wait(&phase);
+        if (0 == w->index && MPI_WIN_NULL != win) {
+            window_close(w, base, &win);
+            ++w->windows;
+        }
     }
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    int seconds = 30, nthreads = 4, rounds = 4, provided, c;
+    int seconds = 30, nthreads = 4, rounds = 4, churners = -1, provided, c;
     const char *piddir = NULL, *mix = "both";
+    bool serial = false;
     worker_t workers[MAX_THREADS];
     pthread_t threads[MAX_THREADS];
 
-    while ((c = getopt(argc, argv, "s:t:r:p:m:")) != -1) {
+    while ((c = getopt(argc, argv, "s:t:r:p:m:c:S")) != -1) {
         switch (c) {
         case 's':
             seconds = atoi(optarg);
@@ -251,15 +372,29 @@ int main(int argc, char **argv)
         case 'm':
             mix = optarg;
             break;
+        case 'c':
+            churners = atoi(optarg);
+            break;
+        case 'S':
+            serial = true;
+            break;
         default:
             fprintf(stderr,
-                    "usage: %s [-s seconds] [-t threads] [-r rounds] [-p dir] [-m both|rma|p2p]\n",
+                    "usage: %s [-s seconds] [-t threads] [-r rounds] [-p dir] [-m both|rma|p2p] "
+                    "[-c churning_threads] [-S]\n",
                     argv[0]);
             return 1;
         }
     }
     if (nthreads < 1 || nthreads > MAX_THREADS) {
         nthreads = 4;
+    }
+    if (churners < 0 || churners > nthreads) {
+        churners = nthreads;
+    }
+    if (serial) {
+        churners = 1;
+        pthread_barrier_init(&phase, NULL, (unsigned) nthreads);
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     fc_pvars_init();
@@ -290,23 +425,37 @@ int main(int argc, char **argv)
         MPI_Comm_dup(MPI_COMM_WORLD, &workers[i].comm);
         MPI_Comm_set_errhandler(workers[i].comm, MPI_ERRORS_RETURN);
         MPI_Comm_size(workers[i].comm, &workers[i].nprocs);
+        workers[i].win = MPI_WIN_NULL;
+        /* created here, one after another, so every rank creates them in
+         * the same order */
+        if (workers[i].do_rma && i >= churners) {
+            thread_check(&workers[i], window_open(&workers[i], &workers[i].base, &workers[i].win),
+                         "window_open");
+        }
     }
     for (int i = 0; i < nthreads; ++i) {
-        pthread_create(&threads[i], NULL, worker_main, &workers[i]);
+        pthread_create(&threads[i], NULL, serial ? worker_serial_main : worker_main, &workers[i]);
     }
-    long ops = 0, cycles = 0;
+    long ops = 0, cycles = 0, windows = 0;
     for (int i = 0; i < nthreads; ++i) {
         pthread_join(threads[i], NULL);
         ops += workers[i].ops;
         cycles += workers[i].cycles;
+        windows += workers[i].windows;
+        if (MPI_WIN_NULL != workers[i].win) {
+            window_close(&workers[i], workers[i].base, &workers[i].win);
+        }
         fc_mpi_errors += workers[i].mpi_errors;
         fc_mismatches += workers[i].mismatches;
         MPI_Comm_free(&workers[i].comm);
     }
-    printf("SOAK rank=%d threads=%d cycles=%ld seconds=%.1f\n", fc_rank, nthreads, cycles,
-           fc_now() - t0);
+    printf("SOAK rank=%d threads=%d cycles=%ld windows=%ld seconds=%.1f\n", fc_rank, nthreads,
+           cycles, windows, fc_now() - t0);
     fc_print_pvars();
     int rc = fc_result(ops);
+    if (serial) {
+        pthread_barrier_destroy(&phase);
+    }
     fc_pvars_fini();
     MPI_Finalize();
     return rc;
