@@ -454,13 +454,16 @@ static int open_endpoint(mca_btl_ofi_module_t *module)
     int n = usable_contexts(module);
     int rc;
 
-    /* The provider was chosen for delivery-complete, and every write and
-     * non-fetching atomic names it; a send only needs its buffer back.  shm
-     * (libfabric 1.17) moves every message of 4 KiB or less sent under
-     * delivery-complete through its segmentation buffers, one transfer per
-     * peer at a time, and refuses RMA to that peer meanwhile. */
-    module->info->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
-    module->info->tx_attr->op_flags |= FI_TRANSMIT_COMPLETE;
+    /* Every write, read and non-fetching atomic names delivery-complete; a
+     * send only needs its buffer back.  shm (libfabric 1.17) moves every
+     * message of 4 KiB or less sent under delivery-complete through its
+     * segmentation buffers, one transfer per peer at a time, and refuses RMA
+     * to that peer meanwhile, so its sends ask for transmit-complete.  Not
+     * for every provider: tcp;ofi_rxm across hosts then hung in rma_sync. */
+    if (0 == strcmp(module->info->fabric_attr->prov_name, "shm")) {
+        module->info->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
+        module->info->tx_attr->op_flags |= FI_TRANSMIT_COMPLETE;
+    }
 
     module->is_scalable_ep = n > 1;
     if (module->is_scalable_ep) {
