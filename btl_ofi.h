@@ -83,6 +83,8 @@ typedef enum {
     MCA_BTL_OFI_CNT_FLUSH,
     MCA_BTL_OFI_CNT_RETRY,
     MCA_BTL_OFI_CNT_ERROR,
+    MCA_BTL_OFI_CNT_MR_REG,
+    MCA_BTL_OFI_CNT_MR_DEREG,
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -286,8 +288,9 @@ typedef struct mca_btl_ofi_component_t {
     bool disable_inject;
     bool emulate_atomics; /**< btl_ofi_emulate_atomics */
     bool disable_hmem;
-    int max_nics; /**< at most this many modules */
-    int output;   /**< our verbose stream */
+    int max_nics;     /**< at most this many modules */
+    int mr_cache_max; /**< registrations a module keeps, cached ones included */
+    int output;       /**< our verbose stream */
     int verbose;
     size_t max_send_size; /**< two-sided buffer size */
     int module_count;

@@ -100,6 +100,11 @@ static int mca_btl_ofi_component_register(void)
                          &c->disable_hmem, false);
     (void) register_int("max_nics", "Largest number of NICs (modules) to use (1..16)", &c->max_nics,
                         4);
+    (void) register_int("mr_cache_max",
+                        "Memory registrations a module keeps with the provider, counting those "
+                        "its users released and the cache keeps for reuse; past it the least "
+                        "recently used of these are released (0..1000000)",
+                        &c->mr_cache_max, 4096);
 
     rc = opal_common_ofi_mca_register(&c->super.btl_version);
     if (OPAL_SUCCESS != rc) {
@@ -164,6 +169,7 @@ static int check_params(void)
     check_int_param("btl_ofi_progress_threshold", &c->progress_threshold, 1, 1000000);
     check_int_param("btl_ofi_rd_num", &c->rd_num, 1, 8192);
     check_int_param("btl_ofi_max_nics", &c->max_nics, 1, MCA_BTL_OFI_MAX_MODULES_LIMIT);
+    check_int_param("btl_ofi_mr_cache_max", &c->mr_cache_max, 0, 1000000);
 
     progress_mode = mca_btl_ofi_parse_progress_mode(progress_mode_param);
     if (progress_mode < 0) {
@@ -630,6 +636,9 @@ static const struct {
     [MCA_BTL_OFI_CNT_FLUSH] = { "flush_count", "Flushes served by btl/ofi" },
     [MCA_BTL_OFI_CNT_RETRY] = { "retry_count", "Posts refused with EAGAIN by the provider" },
     [MCA_BTL_OFI_CNT_ERROR] = { "error_count", "Operations completed with an error" },
+    [MCA_BTL_OFI_CNT_MR_REG] = { "mr_count", "Memory regions registered with the provider" },
+    [MCA_BTL_OFI_CNT_MR_DEREG] = { "mr_release_count",
+                                   "Memory regions released (mr_count minus this: held now)" },
 };
 
 static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)

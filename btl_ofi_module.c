@@ -86,6 +86,7 @@ static int register_region(void *reg_data, void *base, size_t size,
     reg->handle.rkey = fi_mr_key(reg->mr);
     reg->handle.base_addr = module->virt_addr ? 0 : (uint64_t) (uintptr_t) base;
     mca_btl_ofi_regions_add(module, reg);
+    mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_MR_REG, 1);
     return OPAL_SUCCESS;
 }
 
@@ -98,6 +99,7 @@ static int deregister_region(void *reg_data, mca_rcache_base_registration_t *rca
 
         /* a peer's atomic must not find the key once the region goes */
         mca_btl_ofi_regions_remove((mca_btl_ofi_module_t *) reg_data, reg);
+        mca_btl_ofi_count((mca_btl_ofi_module_t *) reg_data, MCA_BTL_OFI_CNT_MR_DEREG, 1);
         rc = fi_close(&reg->mr->fid);
         reg->mr = NULL;
         if (0 != rc) {
@@ -140,19 +142,42 @@ mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *en
     return &reg->handle;
 }
 
+static int64_t registrations_held(const mca_btl_ofi_module_t *module)
+{
+    return (int64_t) (module->counters[MCA_BTL_OFI_CNT_MR_REG]
+                      - module->counters[MCA_BTL_OFI_CNT_MR_DEREG]);
+}
+
+/* Under leave-pinned, grdma keeps a released registration until its memory
+ * is unmapped, with no bound of its own: memory that is never unmapped (a
+ * free list that never shrinks, a heap block given back to malloc) would
+ * stay pinned, one provider region each, for the whole run. */
+static void trim_registration_cache(mca_btl_ofi_module_t *module)
+{
+    if (NULL == module->rcache->rcache_evict) {
+        return;
+    }
+    while (registrations_held(module) > mca_btl_ofi_component.mr_cache_max
+           && module->rcache->rcache_evict(module->rcache)) {
+    }
+}
+
 static int mca_btl_ofi_deregister_mem(mca_btl_base_module_t *btl,
                                       mca_btl_base_registration_handle_t *handle)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     mca_btl_ofi_reg_t *reg =
         (mca_btl_ofi_reg_t *) ((char *) handle - offsetof(mca_btl_ofi_reg_t, handle));
+    int rc;
 
     if (module->bypass_cache) {
-        int rc = deregister_region(module, &reg->base);
+        rc = deregister_region(module, &reg->base);
         free(reg);
         return rc;
     }
-    return module->rcache->rcache_deregister(module->rcache, &reg->base);
+    rc = module->rcache->rcache_deregister(module->rcache, &reg->base);
+    trim_registration_cache(module);
+    return rc;
 }
 
 static int open_rcache(mca_btl_ofi_module_t *module)

@@ -339,7 +339,43 @@ access_case() {
     fi
 }
 
+# Registrations held (mr_count - mr_release_count) over a run's HEAP and
+# PVARS lines: "peak windows"
+mr_held_peak() {
+    {
+        grep -a '^HEAP rank=' "$MPI_LOG" | sed -n 's/.* windows=\([0-9]*\) .* mr_held=\([0-9-]*\).*/\2 \1/p'
+        grep -a '^PVARS rank=' "$MPI_LOG" | sed -n 's/.* mr_held=\([0-9-]*\).*/\1 0/p'
+        grep -a '^SOAK rank=' "$MPI_LOG" | sed -n 's/.* windows=\([0-9]*\) .*/-1 \1/p'
+    } | awk '{ if ($1 > p) p = $1; if ($2 > w) w = $2 } END { printf "%d %d", p, w }' || true
+}
+
+# osc/rdma registers a buffer per window that it never frees: with
+# btl_ofi_mr_cache_max 8 the registrations held stay at 8 plus those in
+# use; with no practical limit the same run keeps one per window (the
+# control: the case can fail)
+cache_limit_case() {
+    local limit=$1 expect=$2 peak wins
+    faults_mpirun access "registration-cache/max=$limit" 120 -np 2 "${BASE[@]}" \
+        --mca btl_ofi_provider_include sockets --mca btl_ofi_mr_cache_max "$limit" \
+        "$FAULTS_OUT/soak" -s 8 -t 1 -m rma -S
+    read -r peak wins <<<"$(mr_held_peak)"
+    local details="peak $peak registrations held, $wins windows created and freed per rank"
+    if ! faults_exact "$MPI_LOG" 2; then
+        faults_report FAIL access "registration-cache/max=$limit" "program failed (rc=$MPI_RC); $details"
+    elif [ "$wins" -lt 40 ]; then
+        faults_report FAIL access "registration-cache/max=$limit" "too few windows to tell; $details"
+    elif [ "$expect" = bounded ] && [ "$peak" -gt $((limit + 16)) ]; then
+        faults_report FAIL access "registration-cache/max=$limit" "over $limit + 16 in use: $details"
+    elif [ "$expect" = grows ] && [ "$peak" -le $((wins / 2)) ]; then
+        faults_report FAIL access "registration-cache/max=$limit" "control did not grow: $details"
+    else
+        faults_report PASS access "registration-cache/max=$limit" "$details"
+    fi
+}
+
 lane_access() {
+    cache_limit_case 8 bounded
+    cache_limit_case 1000000 grows
     if ! command -v python3 >/dev/null 2>&1; then
         faults_report SKIP access all "python3 missing (needed to read the MR trace)"
         return

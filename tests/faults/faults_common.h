@@ -12,7 +12,7 @@
  * one-line summaries the scripts parse.
  *
  * Lines the scripts read (one per rank):
- *   PVARS rank=R put=.. get=.. atomic=.. send=.. recv=.. flush=.. retry=.. error=..
+ *   PVARS rank=R put=.. get=.. atomic=.. send=.. recv=.. flush=.. retry=.. error=.. mr_held=..
  *   RESULT rank=R ops=N mpi_errors=E mismatches=M
  * Exit status: 0 clean, 2 MPI calls returned errors (reported), 3 wrong
  * data without any error reported, 1 usage or setup problem.
@@ -36,8 +36,9 @@
 #include <time.h>
 
 static const char *const fc_pvar_names[] = {
-    "btl_ofi_put_count",  "btl_ofi_get_count",   "btl_ofi_atomic_count", "btl_ofi_send_count",
-    "btl_ofi_recv_count", "btl_ofi_flush_count", "btl_ofi_retry_count",  "btl_ofi_error_count",
+    "btl_ofi_put_count",  "btl_ofi_get_count",        "btl_ofi_atomic_count", "btl_ofi_send_count",
+    "btl_ofi_recv_count", "btl_ofi_flush_count",      "btl_ofi_retry_count",  "btl_ofi_error_count",
+    "btl_ofi_mr_count",   "btl_ofi_mr_release_count",
 };
 #define FC_NUM_PVARS (sizeof(fc_pvar_names) / sizeof(fc_pvar_names[0]))
 
@@ -93,14 +94,23 @@ static inline long fc_pvar(const char *name)
     return -1;
 }
 
+/* Provider memory registrations btl/ofi holds now (cached included); -1
+ * without our component. */
+static inline long fc_mr_held(void)
+{
+    long made = fc_pvar("btl_ofi_mr_count"), released = fc_pvar("btl_ofi_mr_release_count");
+
+    return made < 0 || released < 0 ? -1 : made - released;
+}
+
 static inline void fc_print_pvars(void)
 {
     printf("PVARS rank=%d put=%ld get=%ld atomic=%ld send=%ld recv=%ld flush=%ld retry=%ld "
-           "error=%ld\n",
+           "error=%ld mr_held=%ld\n",
            fc_rank, fc_pvar("btl_ofi_put_count"), fc_pvar("btl_ofi_get_count"),
            fc_pvar("btl_ofi_atomic_count"), fc_pvar("btl_ofi_send_count"),
            fc_pvar("btl_ofi_recv_count"), fc_pvar("btl_ofi_flush_count"),
-           fc_pvar("btl_ofi_retry_count"), fc_pvar("btl_ofi_error_count"));
+           fc_pvar("btl_ofi_retry_count"), fc_pvar("btl_ofi_error_count"), fc_mr_held());
     fflush(stdout);
 }
 

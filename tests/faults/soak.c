@@ -33,10 +33,12 @@
  *
  * With -p, each rank writes DIR/rank.R containing its pid so that the
  * script can sample its memory.  Thread 0 prints
- *   HEAP rank=R seconds=T cycles=C inuse_kb=K
- * (bytes malloc'd and not freed, all arenas: mallinfo2) about every 5 s:
- * unlike RSS it does not count freed memory that malloc keeps.  Prints
- * PVARS and RESULT lines at the end.
+ *   HEAP rank=R seconds=T cycles=C windows=W inuse_kb=K mr_held=M
+ * about every 5 s: C its own cycles, W the windows the rank's threads have
+ * created and freed so far, K the bytes malloc'd and not freed (all arenas:
+ * mallinfo2; unlike RSS it does not count freed memory that malloc keeps),
+ * M the memory registrations btl/ofi holds.  Prints PVARS and RESULT lines
+ * at the end.
  */
 
 #include <malloc.h>
@@ -68,6 +70,7 @@ typedef struct {
 } worker_t;
 
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static long windows_freed; /* by all threads of this rank; atomic */
 
 static void thread_check(worker_t *w, int rc, const char *what)
 {
@@ -188,6 +191,7 @@ static void window_close(worker_t *w, int64_t *base, MPI_Win *win)
 {
     TC(w, MPI_Win_free(win));
     free(base);
+    __atomic_fetch_add(&windows_freed, 1, __ATOMIC_RELAXED);
 }
 
 /* A churning thread's window lives for one cycle over fresh memory; the
@@ -258,8 +262,9 @@ static void report_heap(worker_t *w)
     }
     next_report = now + 5.0;
     struct mallinfo2 mi = mallinfo2();
-    printf("HEAP rank=%d seconds=%.1f cycles=%ld inuse_kb=%zu\n", fc_rank, now, w->cycles,
-           (mi.uordblks + mi.hblkhd) / 1024);
+    printf("HEAP rank=%d seconds=%.1f cycles=%ld windows=%ld inuse_kb=%zu mr_held=%ld\n", fc_rank,
+           now, w->cycles, __atomic_load_n(&windows_freed, __ATOMIC_RELAXED),
+           (mi.uordblks + mi.hblkhd) / 1024, fc_mr_held());
     fflush(stdout);
 }
 
