@@ -136,10 +136,8 @@ lane_asan() {
     asan_case rma_flood/tcp+ofi_rxm ok "tcp;ofi_rxm" "$FAULTS_OUT/rma_flood" -r 4 -p 128 -q
     asan_case p2p_flood/shm ok shm "$FAULTS_OUT/p2p_flood" -r 2 -m 64 -q
     asan_case win_realloc ok sockets "$FAULTS_OUT/win_realloc" -n 4
-    # MPI_THREAD_MULTIPLE, 2 threads per rank: RMA and messages from both,
-    # a window per cycle from thread 0 (-S: Open MPI 5.0.7 itself crashes
-    # when windows are created while other threads communicate)
-    asan_case soak-threads ok shm "$FAULTS_OUT/soak" -s 15 -t 2 -S
+    # MPI_THREAD_MULTIPLE: windows and messages from 2 threads per rank
+    asan_case soak-threads ok shm "$FAULTS_OUT/soak" -s 15 -t 2
     ASAN_EXTRA=(-x MALLOC_MMAP_THRESHOLD_=65536)
     asan_case win_realloc/unmapped ok sockets "$FAULTS_OUT/win_realloc" -n 4
     # error paths: refused posts, pending sends, error completions

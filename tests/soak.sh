@@ -4,26 +4,20 @@
 #   tests/soak.sh [SECONDS]            default 600; 30 for a quick check
 #
 # np 4, 4 threads per rank under MPI_THREAD_MULTIPLE (tests/faults/soak.c):
-# every cycle, every thread does verified puts, gets and fetch_and_op in a
-# window, then a verified isend/irecv exchange with every rank.  Thread 0
-# creates and frees its window over fresh malloc'd memory every cycle; the
-# other threads keep theirs for the run.  Meanwhile the resident memory
-# (VmRSS of /proc/PID/status) of every rank is sampled.
+# every cycle, every thread creates a window over fresh malloc'd memory,
+# does verified puts, gets and fetch_and_op in it, frees it, then runs a
+# verified isend/irecv exchange with every rank.  Meanwhile the resident
+# memory (VmRSS of /proc/PID/status) of every rank is sampled.
 #
-# Thread 0 creates and frees its windows while the rank's other threads
-# wait outside MPI (soak -S).  Open MPI 5.0.7 does not survive a window
-# being created while other threads of the process communicate: with
-# btl/sm alone (no btl/ofi loaded) a rank crashed in
-# ompi_osc_rdma_component_select, calling through the new communicator's
-# collectives table, after 115 s with one thread creating windows and
-# after 280 s with all four (and in ob1's mca_pml_ob1_recv_req_start).
-# SOAK_SERIAL=0 (with SOAK_CHURN=N: N threads creating windows) runs that.
-# Serialising creation is not enough either: with btl/sm alone, two threads
-# per rank, each with its own communicator and window created before the
-# threads start, hung or had a message matched on another thread's
-# communicator in 2 of 3 runs of 60 s (soak -t 2 -c 0 -m both); one thread
-# (-t 1), messages only (-m p2p) or RMA only (-m rma -c 0) passed.  The
-# reference case below runs our soak that way each time, for comparison.
+# Until 2026-11-24 this soak failed now and then with any BTL, btl/sm
+# alone included (hangs, messages matched on another thread's
+# communicator, crashes in window creation).  The cause was the test
+# programs' MPI_T_init_thread(MPI_THREAD_SINGLE): Open MPI 5.0.7 takes that
+# as the library's thread level, so ob1's single-thread shortcut (one
+# cached request for blocking receives) was on while four threads ran.
+# faults_common.h now asks MPI_T for the level MPI was started with.
+# SOAK_SERIAL=1 (soak -S: thread 0 alone creates a window per cycle while
+# the others wait) and SOAK_CHURN=N (N threads creating windows) remain.
 #
 # Cases:
 #   baseline  for comparison only: the same windows (-m rma) with upstream's
@@ -52,8 +46,8 @@
 #
 # Environment: SOAK_PROVIDER (default shm, the fastest here, so the most
 # cycles), SOAK_THREADS (4), SOAK_NP (4), SOAK_MIX (both, rma or p2p: to
-# tell which traffic a growth comes with), SOAK_SERIAL (1), SOAK_CHURN (1:
-# threads creating windows, used with SOAK_SERIAL=0), SOAK_EXTRA (more
+# tell which traffic a growth comes with), SOAK_SERIAL (0), SOAK_CHURN (all
+# threads create windows; used with SOAK_SERIAL=0), SOAK_EXTRA (more
 # mpirun args, e.g. "--mca btl_ofi_num_contexts_per_module 4").
 # shellcheck disable=SC2054 # commas inside MCA values, not array separators
 # shellcheck source-path=SCRIPTDIR
@@ -71,8 +65,8 @@ PROVIDER=${SOAK_PROVIDER:-shm}
 THREADS=${SOAK_THREADS:-4}
 NP=${SOAK_NP:-4}
 MIX=${SOAK_MIX:-both}
-CHURN=${SOAK_CHURN:-1}
-SERIAL=${SOAK_SERIAL:-1}
+CHURN=${SOAK_CHURN:-$THREADS}
+SERIAL=${SOAK_SERIAL:-0}
 serial_arg=()
 [ "$SERIAL" = 0 ] || serial_arg=(-S)
 TOL_PCT=${SOAK_TOLERANCE_PCT:-10}
@@ -212,8 +206,7 @@ if [ -f "$(dirname "$(dirname "$(command -v mpicc)")")/lib/openmpi/mca_btl_ofi.s
 fi
 
 # ---- reference: the same program without btl/ofi (btl sm,self), for a
-# fifth of the time; Open MPI 5.0.7 alone hangs or mixes up messages here
-# too (see the note at the top), and this says whether it did this time
+# fifth of the time: what Open MPI alone does with this load
 ref_secs=$base_secs
 JOB_GRACE=30 soak_job "$FAULTS_LOGS/soak/reference-sm.log" "$FAULTS_LOGS/soak/reference-sm-rss.csv" "$ref_secs" -- \
     -np "$NP" --oversubscribe --bind-to none --mca btl sm,self --mca osc rdma --mca pml ob1 \

@@ -59,9 +59,14 @@ static long fc_ops_so_far;
  * component loaded; absent ones read as -1. */
 static inline void fc_pvars_init(void)
 {
-    int provided, count = 0;
+    int level = MPI_THREAD_SINGLE, provided, count = 0;
 
-    if (MPI_SUCCESS != MPI_T_init_thread(MPI_THREAD_SINGLE, &provided)) {
+    /* Open MPI 5.0.7 sets the library's thread level to what
+     * MPI_T_init_thread asks for: asking for less than MPI_Init_thread gave
+     * turns ob1's single-thread shortcuts on under MPI_THREAD_MULTIPLE (two
+     * threads then share one receive request) */
+    MPI_Query_thread(&level);
+    if (MPI_SUCCESS != MPI_T_init_thread(level, &provided)) {
         return;
     }
     if (MPI_SUCCESS != MPI_T_pvar_session_create(&fc_pvars.session)) {

@@ -24,9 +24,7 @@
  *
  * With -S only thread 0 churns, and it creates and frees its window while
  * the rank's other threads wait outside MPI (a pthread barrier before and
- * after every cycle's traffic): Open MPI 5.0.7 crashes when a window is
- * created while other threads of the process communicate, with btl/sm
- * alone as well (tests/soak.sh explains).
+ * after every cycle's traffic).
  *
  *   soak [-s seconds] [-t threads] [-r rounds_per_window] [-p pidfile_dir]
  *        [-m both|rma|p2p] [-c churning_threads] [-S]
