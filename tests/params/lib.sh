@@ -179,6 +179,22 @@ expect_bad_parameter() {
     expect_line "Using: +$used\$" "Using: $used"
 }
 
+# For each "VALUE USED" pair: a job with btl_ofi_NAME=VALUE prints the
+# "[bad parameter]" message (range MIN .. MAX, USED instead) and still runs
+# over btl/ofi.
+expect_clamped_runs() {
+    local name=$1 min=$2 max=$3 pair value used
+    shift 3
+    for pair in "$@"; do
+        read -r value used <<<"$pair"
+        run_job "$name=$value" ofi --mca btl ofi,self \
+            --mca btl_ofi_provider_include "$PARAMS_PROVIDER" --mca "btl_ofi_$name" "$value"
+        expect_bad_parameter "btl_ofi_$name" "$value" "$min" "$max" "$used"
+        expect_help_found
+        expect_pass
+    done
+}
+
 finish() {
     if [ "$params_failures" -gt 0 ]; then
         echo "FAIL $PARAMS_TEST: $params_failures check(s) failed${PARAMS_LOGS:+ (logs in $PARAMS_LOGS)}"

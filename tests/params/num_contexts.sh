@@ -7,15 +7,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 require_smoke
 
-for case in "0 1" "1000 64"; do
-    read -r value used <<<"$case"
-    run_job "num_contexts_per_module=$value" ofi --mca btl ofi,self \
-        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
-        --mca btl_ofi_num_contexts_per_module "$value"
-    expect_bad_parameter btl_ofi_num_contexts_per_module "$value" 1 64 "$used"
-    expect_help_found
-    expect_pass
-done
+expect_clamped_runs num_contexts_per_module 1 64 "0 1" "1000 64"
 
 run_job "num_contexts_per_module=4,disable_sep=1" ofi --mca btl ofi,self \
     --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \

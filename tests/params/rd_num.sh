@@ -9,11 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 require_smoke
 
-run_job "rd_num=0" ofi --mca btl ofi,self \
-    --mca btl_ofi_provider_include "$PARAMS_PROVIDER" --mca btl_ofi_rd_num 0
-expect_bad_parameter btl_ofi_rd_num 0 1 8192 1
-expect_help_found
-expect_pass
+expect_clamped_runs rd_num 1 8192 "0 1"
 
 providers=("$PARAMS_PROVIDER")
 for p in sockets "tcp;ofi_rxm" shm; do
