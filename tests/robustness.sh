@@ -343,7 +343,7 @@ access_case() {
 # PVARS lines: "peak windows"
 mr_held_peak() {
     {
-        grep -a '^HEAP rank=' "$MPI_LOG" | sed -n 's/.* windows=\([0-9]*\) .* mr_held=\([0-9-]*\).*/\2 \1/p'
+        heap_lines "$MPI_LOG" | awk '{ print $5, $3 }'
         grep -a '^PVARS rank=' "$MPI_LOG" | sed -n 's/.* mr_held=\([0-9-]*\).*/\1 0/p'
         grep -a '^SOAK rank=' "$MPI_LOG" | sed -n 's/.* windows=\([0-9]*\) .*/-1 \1/p'
     } | awk '{ if ($1 > p) p = $1; if ($2 > w) w = $2 } END { printf "%d %d", p, w }' || true

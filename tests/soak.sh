@@ -139,12 +139,6 @@ soak_job() {
     echo "exit: $MPI_RC after ${MPI_SECS}s" >>"$MPI_LOG"
 }
 
-# The HEAP lines of LOG as "rank seconds windows inuse_kb mr_held".
-heap_lines() {
-    { grep -a '^HEAP rank=' "$1" || true; } |
-        sed -n 's/^HEAP rank=\([0-9]*\) seconds=\([0-9.]*\) .* windows=\([0-9]*\) inuse_kb=\([0-9]*\) mr_held=\(-\{0,1\}[0-9]*\).*/\1 \2 \3 \4 \5/p'
-}
-
 # Heap growth per window of rank R after WARM seconds (KiB per window
 # created and freed by the rank; empty when there are too few samples).
 heap_rate() {
@@ -173,6 +167,16 @@ osc_fragment_kb() {
     size=$(ompi_info --param osc rdma --level 9 --parsable 2>/dev/null |
         sed -n 's/^mca:osc:rdma:param:osc_rdma_buffer_size:value://p')
     awk -v s="${size:-32768}" 'BEGIN { printf "%.2f", (s + 128) / 1024 }'
+}
+
+# A case judged by an awk program that printed 0 (pass), 1 (fail) or
+# anything else (could not tell: skip).
+report_verdict() {
+    case $1 in
+    0) faults_report PASS soak "$2" "$3" ;;
+    1) faults_report FAIL soak "$2" "$3" ;;
+    *) faults_report SKIP soak "$2" "$3" ;;
+    esac
 }
 
 warmup=$(awk -v s="$SECONDS_WANTED" 'BEGIN { w = s * 0.2; if (w < 10) w = 10; printf "%.1f", w }')
@@ -291,15 +295,12 @@ memory=${memory#"$verdict"}
 our_rate=$(heap_rate "$MPI_LOG" 0 "$warmup")
 heap="heap in use rank0 $(heap_at "$MPI_LOG" 0 "$warmup") MiB (start/after warm-up/end), ${our_rate:-?} KiB per window after warm-up (osc/rdma's fragment: $frag_kb; upstream's baseline: ${base_rate:-none})"
 mem_details="RSS start/after-warm-up(${warmup}s)/end:$memory $heap; samples every ${interval}s in $samples"
-case $verdict in
-0) faults_report PASS soak "memory/$name" "$mem_details" ;;
-1) faults_report FAIL soak "memory/$name" "$mem_details" ;;
-*) faults_report SKIP soak "memory/$name" "run too short to sample: $mem_details" ;;
-esac
+[ "$verdict" -le 1 ] || mem_details="run too short to sample: $mem_details"
+report_verdict "$verdict" "memory/$name" "$mem_details"
 
 # ---- registrations: btl/ofi's cache stays within btl_ofi_mr_cache_max
 # (plus what is in use: each thread's window and our own buffers)
-regs=$(heap_lines "$MPI_LOG" | awk -v max="$MR_CACHE_MAX" -v slack="$MR_IN_USE" -v warm="$warmup" '
+regs=$(heap_lines "$MPI_LOG" | awk -v max="$MR_CACHE_MAX" -v slack="$MR_IN_USE" '
     $5 < 0 { missing = 1; next }
     { if ($5 > peak[$1]) peak[$1] = $5; last[$1] = $5; wins[$1] = $3; if (!($1 in seen)) { seen[$1] = 1; ranks[++n] = $1 } }
     END {
@@ -314,9 +315,5 @@ regs=$(heap_lines "$MPI_LOG" | awk -v max="$MR_CACHE_MAX" -v slack="$MR_IN_USE" 
     }')
 verdict=${regs%%[!0-9]*}
 regs="registrations held (btl_ofi_mr_count - btl_ofi_mr_release_count), limit $MR_CACHE_MAX + $MR_IN_USE in use:${regs#"$verdict"}"
-case $verdict in
-0) faults_report PASS soak "registrations/$name" "$regs" ;;
-1) faults_report FAIL soak "registrations/$name" "$regs" ;;
-*) faults_report SKIP soak "registrations/$name" "$regs" ;;
-esac
+report_verdict "$verdict" "registrations/$name" "$regs"
 faults_summary soak

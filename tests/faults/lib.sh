@@ -152,6 +152,13 @@ faults_crash_sign() {
         "$log" 2>/dev/null || true
 }
 
+# The HEAP lines (tests/faults/soak.c) of LOG as
+# "rank seconds windows inuse_kb mr_held".
+heap_lines() {
+    { grep -a '^HEAP rank=' "$1" || true; } |
+        sed -n 's/^HEAP rank=\([0-9]*\) seconds=\([0-9.]*\) .* windows=\([0-9]*\) inuse_kb=\([0-9]*\) mr_held=\(-\{0,1\}[0-9]*\).*/\1 \2 \3 \4 \5/p'
+}
+
 # Sum of FIELD=N over the lines of LOG that start with KEY (as the test
 # programs print them: "PVARS rank=R put=.. retry=..").
 faults_sum() {
