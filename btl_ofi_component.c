@@ -28,10 +28,6 @@
 #include "btl_ofi.h"
 #include "btl_ofi_modex.h"
 
-#define BTL_OFI_RMA_CAPS                                                                           \
-    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
-#define BTL_OFI_MSG_CAPS (FI_MSG | FI_SEND | FI_RECV)
-
 static char *progress_mode_param; /* owned by the MCA variable system */
 static int progress_mode = FI_PROGRESS_MANUAL;
 static int max_send_size_param;
@@ -281,23 +277,6 @@ static bool job_on_one_node(void)
            && opal_process_info.num_local_peers + 1 >= opal_process_info.num_procs;
 }
 
-static void fill_hints(struct fi_info *hints, uint64_t caps, int progress, bool threads)
-{
-    hints->caps = caps;
-    hints->mode = MCA_BTL_OFI_MODE_SUPPORTED;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = MCA_BTL_OFI_MR_MODE_SUPPORTED;
-    if (0 == (caps & FI_HMEM)) {
-        hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
-    }
-    hints->domain_attr->threading = threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
-    hints->domain_attr->control_progress = progress;
-    hints->domain_attr->data_progress = progress;
-    hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
-    hints->domain_attr->av_type = FI_AV_MAP;
-    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
-}
-
 /** fi_getinfo with the newest API we were built with, then 1.9. */
 static int query_providers(struct fi_info *hints, struct fi_info **list)
 {
@@ -430,13 +409,13 @@ static int discover(struct fi_info **list_out, uint64_t *caps_out, bool threads)
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     for (;;) {
-        uint64_t caps = (need_rma ? BTL_OFI_RMA_CAPS : 0) | (want_msg ? BTL_OFI_MSG_CAPS : 0);
+        uint64_t caps = (need_rma ? MCA_BTL_OFI_RMA_CAPS : 0) | (want_msg ? MCA_BTL_OFI_MSG_CAPS : 0);
 #if defined(FI_HMEM)
         if (want_hmem) {
             caps |= FI_HMEM;
         }
 #endif
-        fill_hints(hints, caps, FI_PROGRESS_UNSPEC, threads);
+        mca_btl_ofi_fill_hints(hints, caps, FI_PROGRESS_UNSPEC, threads);
         rc = query_providers(hints, list_out);
         if (0 == rc && NULL != *list_out) {
             *caps_out = caps
@@ -470,7 +449,7 @@ static struct fi_info *requery_with_progress(const char *prov, uint64_t caps, bo
         fi_freeinfo(hints);
         return NULL;
     }
-    fill_hints(hints, caps, progress, threads);
+    mca_btl_ofi_fill_hints(hints, caps, progress, threads);
     hints->fabric_attr->prov_name = strdup(prov);
     if (0 != query_providers(hints, &list)) {
         list = NULL;

@@ -181,6 +181,23 @@ mca_btl_ofi_param_check_t mca_btl_ofi_clamp_int(int *value, int min, int max)
     return MCA_BTL_OFI_PARAM_OK;
 }
 
+void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, bool threads)
+{
+    hints->caps = caps;
+    hints->mode = MCA_BTL_OFI_MODE_SUPPORTED;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = MCA_BTL_OFI_MR_MODE_SUPPORTED;
+    if (0 == (caps & FI_HMEM)) {
+        hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
+    }
+    hints->domain_attr->threading = threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+    hints->domain_attr->control_progress = progress;
+    hints->domain_attr->data_progress = progress;
+    hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
+    hints->domain_attr->av_type = FI_AV_MAP;
+    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+}
+
 int mca_btl_ofi_parse_progress_mode(const char *name)
 {
     if (NULL == name || 0 == strcasecmp(name, "unspec") || '\0' == name[0]) {

@@ -35,6 +35,27 @@
 /** Mode bits (info->mode) we can satisfy. */
 #define MCA_BTL_OFI_MODE_SUPPORTED (FI_CONTEXT | FI_CONTEXT2)
 
+/** Capabilities asked for one-sided traffic. */
+#define MCA_BTL_OFI_RMA_CAPS                                                                       \
+    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+/** Capabilities asked for two-sided traffic. */
+#define MCA_BTL_OFI_MSG_CAPS (FI_MSG | FI_SEND | FI_RECV)
+
+/**
+ * Fill fi_getinfo hints the way the component asks for a provider: RDM,
+ * the mode and MR-mode bits we serve, delivery-complete by default,
+ * FI_AV_MAP, resource management on.  The raw-libfabric benchmark asks
+ * through the same function so that both see the same providers.
+ *
+ * @param[in,out] hints    from fi_allocinfo()
+ * @param[in]     caps     capabilities (MCA_BTL_OFI_RMA_CAPS, ...; FI_HMEM
+ *                         keeps FI_MR_HMEM in the MR modes)
+ * @param[in]     progress FI_PROGRESS_* for control and data progress
+ * @param[in]     threads  FI_THREAD_SAFE when true, else FI_THREAD_DOMAIN
+ */
+void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, bool threads);
+
 /**
  * Check one fi_info against what the component needs.
  *
