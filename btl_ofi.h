@@ -11,9 +11,36 @@
  *
  * btl/ofi: a byte transfer layer over libfabric.  One module per NIC (fi_info
  * domain) of one provider; each module owns one or more communication
- * contexts (a TX/RX pair and a CQ), picked per thread by a stable index.
- * One-sided operations map to fi_write/fi_read/fi_atomic; two-sided traffic
- * uses fi_send into pre-posted receive buffers.
+ * contexts (a TX/RX pair and a CQ), picked per thread by one thread-local
+ * index.  One-sided operations map to fi_write/fi_read/fi_atomic; two-sided
+ * traffic uses fi_send into pre-posted receive buffers.
+ *
+ * Which file owns what (README.md, "Reading the code", walks a put and an
+ * incoming message through them):
+ *
+ *   btl_ofi_component.c  parameters, provider discovery, component init,
+ *                        MPI_T counters
+ *   btl_ofi_module.c     memory registration, module open/finalize
+ *   btl_ofi_endpoint.c   modex, address vector, add/del procs, peers
+ *   btl_ofi_context.c    contexts, CQs and progress
+ *   btl_ofi_rdma.c       put, get, flush and the one posting path
+ *   btl_ofi_atomics.c    atomics: probing, posting, and those the target
+ *                        applies for providers without fi_atomic
+ *   btl_ofi_frag.c       two-sided fragments and the active-message path
+ *   btl_ofi_validate.c   decisions that need no Open MPI (unit-tested alone)
+ *
+ * Calls go one way: component -> module -> {endpoint, context, rdma,
+ * atomics, frag}; atomics -> {rdma, frag}; {rdma, frag} -> context;
+ * frag -> endpoint.  Progress reaches the owners of a completion only
+ * through the callback the completion carries (mca_btl_ofi_ctx_hdr_t),
+ * the context's work hook, and the message-kind table.
+ *
+ * Locking: a context's lock serialises reading its CQ, its parked
+ * completions and the two lists of frag.c; posting to libfabric takes no
+ * lock of ours (the domain is FI_THREAD_SAFE whenever Open MPI runs
+ * threads).  The module's lock guards its peer tables and its table of
+ * registered regions.  Fields marked "fixed at open" are written by
+ * module open only and read without a lock afterwards.
  */
 
 #ifndef MCA_BTL_OFI_H
@@ -21,6 +48,7 @@
 
 #include "opal_config.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -40,6 +68,8 @@
 #include "opal/mca/threads/mutex.h"
 #include "opal/sys/atomic.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
 
 #include "btl_ofi_validate.h"
 
@@ -49,25 +79,15 @@ BEGIN_C_DECLS
 #define BTL_OFI_VERSION_MINOR   0
 #define BTL_OFI_VERSION_RELEASE 0
 
+/** Size of the per-operation tables of confirmed atomic datatypes. */
 #define MCA_BTL_OFI_ATOMIC_TABLE (FI_ATOMIC_OP_LAST)
 
+/** Values of btl_ofi_mode. */
 enum {
     MCA_BTL_OFI_MODE_ONE_SIDED = 0,
     MCA_BTL_OFI_MODE_TWO_SIDED = 1,
     MCA_BTL_OFI_MODE_FULL_SUPPORT = 2,
-    MCA_BTL_OFI_MODE_AUTO = 3,
 };
-
-/** What a completion entry stands for. */
-typedef enum {
-    MCA_BTL_OFI_OP_PUT,
-    MCA_BTL_OFI_OP_GET,
-    MCA_BTL_OFI_OP_AOP,
-    MCA_BTL_OFI_OP_AFOP,
-    MCA_BTL_OFI_OP_CSWAP,
-    MCA_BTL_OFI_OP_SEND,
-    MCA_BTL_OFI_OP_RECV,
-} mca_btl_ofi_op_t;
 
 /** Counters exported as MPI_T performance variables. */
 typedef enum {
@@ -88,8 +108,20 @@ typedef enum {
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
+/** What a two-sided message carries: indexes mca_btl_ofi_msg_handlers. */
+typedef enum {
+    MCA_BTL_OFI_KIND_AM = 0,             /**< an active message for the layer above */
+    MCA_BTL_OFI_KIND_ATOMIC_REQUEST = 1, /**< an atomic for the target to apply */
+    MCA_BTL_OFI_KIND_ATOMIC_REPLY = 2,   /**< its answer */
+    MCA_BTL_OFI_KIND_MAX,
+} mca_btl_ofi_msg_kind_t;
+
 struct mca_btl_ofi_module_t;
 struct mca_btl_ofi_context_t;
+struct mca_btl_ofi_ctx_hdr_t;
+
+/* ------------------------------------------------------------------ */
+/* Registrations and peers                                             */
 
 /**
  * The handle that travels to peers: only what a peer needs to address the
@@ -100,80 +132,96 @@ struct mca_btl_base_registration_handle_t {
     uint64_t base_addr; /**< base used for offset addressing (0 with FI_MR_VIRT_ADDR) */
 };
 
-/** A registration known to the rcache. */
+/** A registration known to the rcache (or made directly when it is bypassed). */
 typedef struct mca_btl_ofi_reg_t {
-    mca_rcache_base_registration_t base;
-    struct fid_mr *mr;                         /**< libfabric region */
+    mca_rcache_base_registration_t base;       /**< rcache bookkeeping: range, access, refs */
+    struct fid_mr *mr;                         /**< libfabric region; NULL once closed */
     void *desc;                                /**< local descriptor for FI_MR_LOCAL */
     mca_btl_base_registration_handle_t handle; /**< what peers get */
     struct mca_btl_ofi_module_t *module;       /**< owner */
 } mca_btl_ofi_reg_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
 
-/** A peer as seen by one module. */
+/**
+ * A peer as seen by one module.  Created by add_procs under the module's
+ * lock; its address and reachability do not change afterwards, so posting
+ * paths read them without a lock.
+ */
 struct mca_btl_base_endpoint_t {
-    opal_list_item_t super;
+    opal_list_item_t super;              /**< on module->endpoints */
     opal_proc_t *proc;                   /**< peer process */
-    fi_addr_t addr;                      /**< AV address of the peer's endpoint */
+    fi_addr_t addr;                      /**< AV address of the peer's endpoint (RX context 0) */
     struct mca_btl_ofi_module_t *module; /**< owning module */
-    opal_atomic_int64_t outstanding;     /**< RMA operations in flight to this peer */
-    bool reachable;                      /**< false once the peer is known to be gone */
+    opal_atomic_int64_t outstanding;     /**< RMA operations in flight to this peer (atomic) */
+    bool reachable;                      /**< false when no address could be made */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_endpoint_t);
 
+/* ------------------------------------------------------------------ */
+/* Operations and their completions                                    */
+
+/**
+ * Completes one operation: called by progress, without the context lock,
+ * for each completion the CQ reports (@p len: bytes received, receives
+ * only) and for operations their owner failed for good.
+ */
+typedef void (*mca_btl_ofi_complete_fn_t)(struct mca_btl_ofi_ctx_hdr_t *hdr, size_t len,
+                                          int status);
+
 /** Leads every object whose address libfabric hands back as op_context. */
 typedef struct mca_btl_ofi_ctx_hdr_t {
-    struct fi_context2 fi_ctx; /**< libfabric's per-operation space; must come first */
-    mca_btl_ofi_op_t type;     /**< tells a completion from a fragment */
+    struct fi_context2 fi_ctx;          /**< libfabric's per-operation space; must come first */
+    mca_btl_ofi_complete_fn_t complete; /**< set by the object's owner before posting */
 } mca_btl_ofi_ctx_hdr_t;
 
 /**
- * One posted operation.  Comes from the context's free list; its payload
- * buffer (item.ptr, registered when the provider wants FI_MR_LOCAL) holds
- * atomic operands and small-send data the provider may read after return.
+ * One posted one-sided operation.  Comes from its context's free list and
+ * belongs to the thread that posted it until libfabric reports it done;
+ * then to the thread that reads the completion.  The payload buffer
+ * (super.ptr, registered when the provider wants FI_MR_LOCAL) holds atomic
+ * operands and the fetched value, which the provider may touch after the
+ * call returns.
  */
 typedef struct mca_btl_ofi_comp_t {
     opal_free_list_item_t super;
-    mca_btl_ofi_ctx_hdr_t ctx;
-    struct mca_btl_ofi_module_t *module;
-    struct mca_btl_ofi_context_t *context; /**< where it was posted */
-    mca_btl_ofi_endpoint_t *endpoint;
-    void *local_address;
-    mca_btl_base_registration_handle_t *local_handle;
-    mca_btl_base_rdma_completion_fn_t cbfunc;
-    void *cbcontext;
-    void *cbdata;
-    uint64_t *operands; /**< [0] operand, [1] compare, [2] result */
+    mca_btl_ofi_ctx_hdr_t ctx;             /**< completion callback: btl_ofi_rdma.c's */
+    struct mca_btl_ofi_module_t *module;   /**< module it was posted on */
+    struct mca_btl_ofi_context_t *context; /**< context it was posted on and returns to */
+    mca_btl_ofi_endpoint_t *endpoint;      /**< target */
+    void *local_address;                   /**< caller's buffer, handed back to cbfunc */
+    mca_btl_base_registration_handle_t *local_handle; /**< its registration, or NULL */
+    mca_btl_base_rdma_completion_fn_t cbfunc;         /**< the caller's callback, or NULL */
+    void *cbcontext;                                  /**< cbfunc's context argument */
+    void *cbdata;                                     /**< cbfunc's data argument */
+    uint64_t *operands; /**< in the payload: [0] operand, [1] compare, [2] result */
     void *operand_desc; /**< descriptor of operands (FI_MR_LOCAL) */
-    size_t result_size; /**< bytes of [2] copied to local_address */
+    size_t result_size; /**< bytes of [2] copied to local_address on success */
 } mca_btl_ofi_comp_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_comp_t);
 
-/** Header in front of every two-sided message. */
+/** Header in front of every two-sided message; goes on the wire whole. */
 typedef struct mca_btl_ofi_am_hdr_t {
     uint32_t src_vpid; /**< sender's rank in its job, to find the endpoint */
     uint8_t tag;       /**< active-message tag */
     uint8_t kind;      /**< mca_btl_ofi_msg_kind_t */
-    uint8_t pad[2];
+    uint8_t pad[2];    /**< zero */
 } mca_btl_ofi_am_hdr_t;
 
-/** What a two-sided message carries. */
-typedef enum {
-    MCA_BTL_OFI_KIND_AM = 0,             /**< an active message for the layer above */
-    MCA_BTL_OFI_KIND_ATOMIC_REQUEST = 1, /**< an emulated atomic to apply */
-    MCA_BTL_OFI_KIND_ATOMIC_REPLY = 2,   /**< its answer */
-} mca_btl_ofi_msg_kind_t;
-
-/** A two-sided fragment: a descriptor plus a buffer of max_send_size. */
+/**
+ * A two-sided fragment: a descriptor plus a wire buffer (header and up to
+ * the list's payload).  A send fragment belongs to the layer above between
+ * alloc and send, then to us until its completion; a receive fragment is
+ * always ours, posted or parked on its context's unposted list.
+ */
 typedef struct mca_btl_ofi_frag_t {
-    mca_btl_base_descriptor_t base;
-    mca_btl_base_segment_t segment; /**< points after the header */
-    mca_btl_ofi_ctx_hdr_t ctx;      /**< type is SEND or RECV */
-    struct mca_btl_ofi_module_t *module;
-    struct mca_btl_ofi_context_t *context;
-    mca_btl_ofi_endpoint_t *endpoint;
+    mca_btl_base_descriptor_t base;           /**< what ob1 sees */
+    mca_btl_base_segment_t segment;           /**< points after the header */
+    mca_btl_ofi_ctx_hdr_t ctx;                /**< completion: btl_ofi_frag.c's send or receive */
+    struct mca_btl_ofi_module_t *module;      /**< owning module */
+    struct mca_btl_ofi_context_t *context;    /**< context whose free list it comes from */
+    mca_btl_ofi_endpoint_t *endpoint;         /**< destination (sends only) */
     mca_btl_ofi_am_hdr_t *hdr;                /**< start of the wire buffer */
     void *desc;                               /**< local descriptor of the buffer */
     struct mca_btl_ofi_frag_list_t *list;     /**< list it returns to */
@@ -182,139 +230,257 @@ typedef struct mca_btl_ofi_frag_t {
 } mca_btl_ofi_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_frag_t);
 
-/** A completion read from the CQ but not yet handed to its owner. */
-typedef struct mca_btl_ofi_event_t {
-    void *op_context; /**< the operation's mca_btl_ofi_ctx_hdr_t */
-    size_t len;       /**< bytes received (receives only) */
-    int status;       /**< OPAL_SUCCESS or the error the provider reported */
-} mca_btl_ofi_event_t;
-
-#define MCA_BTL_OFI_DEFERRED_MAX 512 /**< completions parked by posting paths */
-
 /** A free list of fragments and what a fragment it grows needs to know. */
 typedef struct mca_btl_ofi_frag_list_t {
-    opal_free_list_t list;
-    struct mca_btl_ofi_module_t *module;
-    struct mca_btl_ofi_context_t *context;
-    mca_btl_ofi_op_t type; /**< SEND or RECV */
-    size_t payload;        /**< bytes after the header */
+    opal_free_list_t list;                 /**< thread-safe by itself */
+    struct mca_btl_ofi_module_t *module;   /**< owner of the fragments */
+    struct mca_btl_ofi_context_t *context; /**< owner of the fragments */
+    mca_btl_ofi_complete_fn_t complete;    /**< completion of its fragments */
+    size_t payload;                        /**< bytes after the header */
 } mca_btl_ofi_frag_list_t;
 
 /** Payload of a small fragment: every ob1 control message fits. */
 #define MCA_BTL_OFI_SMALL_FRAG_PAYLOAD 256
 
-/** A communication context: one TX/RX pair and its CQ. */
+/** A completion read from the CQ but not yet handed to its owner. */
+typedef struct mca_btl_ofi_event_t {
+    mca_btl_ofi_ctx_hdr_t *hdr; /**< the operation (libfabric's op_context) */
+    size_t len;                 /**< bytes received (receives only) */
+    int status;                 /**< OPAL_SUCCESS or the error the provider reported */
+} mca_btl_ofi_event_t;
+
+#define MCA_BTL_OFI_DEFERRED_MAX 512 /**< completions parked by posting paths */
+#define MCA_BTL_OFI_FAILED_MAX   8   /**< operations one work-hook call may fail */
+
+/**
+ * Work a context's owner wants done under the context lock before its CQ
+ * is read (frag.c: sends that wait for room, receive buffers to post
+ * again).  Fills @p failed with operations that failed for good, which
+ * progress completes once the lock is released; returns their number.
+ */
+typedef int (*mca_btl_ofi_context_work_fn_t)(struct mca_btl_ofi_context_t *context,
+                                             mca_btl_ofi_event_t *failed, int max);
+
+/**
+ * A communication context: one TX/RX pair and its CQ.  Contexts of a
+ * module are chosen per thread (mca_btl_ofi_thread_context); any thread
+ * may progress any context.
+ */
 typedef struct mca_btl_ofi_context_t {
-    struct fid_ep *tx;      /**< TX context or the plain endpoint */
-    struct fid_ep *rx;      /**< RX context or the plain endpoint */
-    struct fid_cq *cq;      /**< completions of both */
-    opal_mutex_t lock;      /**< guards tx, rx and cq */
-    opal_free_list_t comps; /**< RMA and atomic completions */
+    /* fixed at open */
+    struct fid_ep *tx;                   /**< TX context or the plain endpoint */
+    struct fid_ep *rx;                   /**< RX context or the plain endpoint */
+    struct fid_cq *cq;                   /**< completions of both */
+    int index;                           /**< position in the module; peers send to index 0 */
+    struct mca_btl_ofi_module_t *module; /**< owner */
+    /** frag.c's hook, NULL without two-sided traffic */
+    mca_btl_ofi_context_work_fn_t work;
+
+    /** serialises CQ reads, the parked ring and frag.c's two lists */
+    opal_mutex_t lock;
+    /** 1 while one thread reads this CQ and hands its completions out (atomic) */
+    opal_atomic_int32_t delivering;
+    /** completions read by posting paths, whose callbacks wait for the
+     * next progress call: a ring; guarded by lock */
+    mca_btl_ofi_event_t deferred[MCA_BTL_OFI_DEFERRED_MAX];
+    int deferred_head;               /**< oldest parked completion; guarded by lock */
+    int deferred_count;              /**< parked completions; guarded by lock */
+    opal_atomic_int64_t outstanding; /**< one-sided operations posted, not completed (atomic) */
+
+    /* btl_ofi_rdma.c */
+    opal_free_list_t comps; /**< one-sided operations; thread-safe by itself */
+    bool comps_ready;       /**< comps constructed */
+
+    /* btl_ofi_frag.c */
     /** small sends; unbounded, because ob1 5.0.7 corrupts a control message
      * (ACK) whose allocation failed when it retries it */
     mca_btl_ofi_frag_list_t small_frags;
     mca_btl_ofi_frag_list_t send_frags; /**< sends up to max_send_size */
-    mca_btl_ofi_frag_list_t recv_frags; /**< pre-posted receive buffers */
-    opal_atomic_int64_t outstanding;    /**< operations posted, not completed */
-    /** 1 while one thread reads this CQ and hands its completions out */
-    opal_atomic_int32_t delivering;
-    /** completions read by posting paths, whose callbacks wait for the next
-     * progress call; guarded by lock */
-    mca_btl_ofi_event_t deferred[MCA_BTL_OFI_DEFERRED_MAX];
-    int deferred_head;         /**< oldest parked completion */
-    int deferred_count;        /**< parked completions */
+    mca_btl_ofi_frag_list_t recv_frags; /**< receive buffers (context 0 only) */
+    bool frags_ready;                   /**< the three lists constructed */
     opal_list_t pending_sends; /**< fragments the provider refused for now; guarded by lock */
-    int pending_count;         /**< length of pending_sends */
-    opal_atomic_int64_t sends_in_flight; /**< posted sends whose completion is due */
-    int64_t send_window;                 /**< sends_in_flight at which sends queue */
+    int pending_count;         /**< length of pending_sends; guarded by lock, read unlocked */
+    opal_atomic_int64_t sends_in_flight; /**< posted sends whose completion is due (atomic) */
+    int64_t send_window;                 /**< sends_in_flight at which sends queue; fixed */
     /** receive buffers the provider refused to take back for now (sockets
      * counts buffered unexpected messages against its receive queue);
-     * posted again by progress, guarded by lock */
+     * posted again by the work hook; guarded by lock */
     opal_list_t unposted_recvs;
-    int unposted_count;
-    int index;        /**< position in the module */
-    bool lists_ready; /**< free lists constructed */
+    int unposted_count; /**< length of unposted_recvs; guarded by lock, read unlocked */
 } mca_btl_ofi_context_t;
 
-/** One module per NIC. */
+/** One module per NIC.  Everything not marked otherwise is fixed at open. */
 typedef struct mca_btl_ofi_module_t {
     mca_btl_base_module_t super;
-    struct fi_info *info; /**< our copy of the chosen fi_info */
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fid_ep *ep; /**< scalable or plain endpoint */
-    bool is_scalable_ep;
-    int rx_ctx_bits;      /**< AV bits naming a peer's RX context */
-    bool virt_addr;       /**< FI_MR_VIRT_ADDR */
-    bool prov_key;        /**< FI_MR_PROV_KEY */
-    bool mr_endpoint;     /**< FI_MR_ENDPOINT */
-    bool mr_local;        /**< FI_MR_LOCAL */
-    bool bypass_cache;    /**< provider caches registrations itself */
-    bool two_sided;       /**< FI_MSG in use, receives posted */
-    bool use_inject;      /**< FI_INJECT for small puts */
-    bool send_inject;     /**< fi_inject for small two-sided messages */
-    bool emulate_atomics; /**< atomics are applied by the target's progress */
-    size_t inject_size;
-    int num_contexts;
-    mca_btl_ofi_context_t *contexts;
-    opal_atomic_int32_t next_context; /**< round-robin seed for new threads */
-    int module_index;                 /**< position in the component's array */
-    opal_mutex_t lock;                /**< guards endpoints and peers */
-    uint32_t
-        atomic_fetch_ok[MCA_BTL_OFI_ATOMIC_TABLE];     /**< per op: datatypes confirmed, fetching */
-    uint32_t atomic_post_ok[MCA_BTL_OFI_ATOMIC_TABLE]; /**< per op: datatypes confirmed, no fetch */
-    opal_list_t endpoints;                             /**< every endpoint created */
-    opal_hash_table_t peers;                           /**< vpid -> endpoint */
-    opal_hash_table_t regions; /**< rkey -> mca_btl_ofi_reg_t, our live registrations */
-    mca_rcache_base_module_t *rcache;
-    opal_atomic_uint64_t counters[MCA_BTL_OFI_CNT_MAX];
-    opal_atomic_uint64_t next_key; /**< requested keys without FI_MR_PROV_KEY */
-    char *device_name;
-    void *ep_name;
-    size_t ep_name_len;
+    struct fi_info *info;            /**< our copy of the chosen fi_info */
+    struct fid_fabric *fabric;       /**< the provider's fabric */
+    struct fid_domain *domain;       /**< this NIC */
+    struct fid_av *av;               /**< peers' addresses; inserts under lock */
+    struct fid_ep *ep;               /**< scalable or plain endpoint */
+    bool is_scalable_ep;             /**< contexts are TX/RX contexts of a scalable endpoint */
+    int rx_ctx_bits;                 /**< AV bits naming a peer's RX context */
+    bool virt_addr;                  /**< FI_MR_VIRT_ADDR: peers address by virtual address */
+    bool prov_key;                   /**< FI_MR_PROV_KEY: the provider picks keys */
+    bool mr_endpoint;                /**< FI_MR_ENDPOINT: regions bind to the endpoint */
+    bool mr_local;                   /**< FI_MR_LOCAL: local buffers need a descriptor */
+    bool bypass_cache;               /**< provider caches registrations itself */
+    bool two_sided;                  /**< FI_MSG in use, receives posted */
+    bool use_inject;                 /**< FI_INJECT for small puts */
+    bool send_inject;                /**< fi_inject for small two-sided messages */
+    bool emulate_atomics;            /**< atomics are applied by the target's progress */
+    size_t inject_size;              /**< largest injected transfer */
+    int num_contexts;                /**< entries of contexts */
+    mca_btl_ofi_context_t *contexts; /**< the communication contexts */
+    int module_index;                /**< position in the component's array */
+    /** guards endpoints, peers, regions and AV inserts */
+    opal_mutex_t lock;
+    /** per fi_op: bit (1 << datatype) set when the fetching form works */
+    uint32_t atomic_fetch_ok[MCA_BTL_OFI_ATOMIC_TABLE];
+    /** per fi_op: bit (1 << datatype) set when the plain form works */
+    uint32_t atomic_post_ok[MCA_BTL_OFI_ATOMIC_TABLE];
+    opal_list_t endpoints;            /**< every endpoint created; guarded by lock */
+    opal_hash_table_t peers;          /**< process name -> endpoint; guarded by lock */
+    opal_hash_table_t regions;        /**< rkey -> live mca_btl_ofi_reg_t, kept only when
+                                           atomics are emulated; guarded by lock */
+    mca_rcache_base_module_t *rcache; /**< grdma, thread-safe by itself */
+    opal_atomic_uint64_t counters[MCA_BTL_OFI_CNT_MAX]; /**< MPI_T counters (atomic) */
+    opal_atomic_uint64_t next_key; /**< next requested key without FI_MR_PROV_KEY (atomic) */
+    char *device_name;             /**< the domain's name, for messages */
+    void *ep_name;                 /**< our endpoint's address, published by the modex */
+    size_t ep_name_len;            /**< bytes of ep_name */
 } mca_btl_ofi_module_t;
 
-/** The component. */
+/** The component.  Parameters are set at registration and checked at init. */
 typedef struct mca_btl_ofi_component_t {
     mca_btl_base_component_3_0_0_t super;
-    int mode;            /**< btl_ofi_mode */
-    int num_cq_read;     /**< completions per fi_cq_read */
-    char *progress_mode; /**< unspec, auto or manual */
-    int num_contexts_per_module;
-    bool disable_sep;
-    int progress_threshold; /**< outstanding ops before we progress */
-    int rd_num;             /**< receive buffers per context */
-    bool disable_inject;
-    bool emulate_atomics; /**< btl_ofi_emulate_atomics */
-    bool disable_hmem;
-    int max_nics;     /**< at most this many modules */
-    int mr_cache_max; /**< registrations a module keeps, cached ones included */
-    int output;       /**< our verbose stream */
-    int verbose;
-    size_t max_send_size; /**< two-sided buffer size */
+    int mode;                    /**< btl_ofi_mode (MCA_BTL_OFI_MODE_*) */
+    int num_cq_read;             /**< completions per fi_cq_read */
+    int num_contexts_per_module; /**< btl_ofi_num_contexts_per_module */
+    bool disable_sep;            /**< never use a scalable endpoint */
+    int progress_threshold;      /**< outstanding ops before posting drives progress */
+    int rd_num;                  /**< receive buffers per context */
+    bool disable_inject;         /**< never inject */
+    bool emulate_atomics;        /**< btl_ofi_emulate_atomics */
+    bool disable_hmem;           /**< do not ask for FI_HMEM */
+    int max_nics;                /**< at most this many modules */
+    int mr_cache_max;            /**< registrations a module keeps, cached ones included */
+    int output;                  /**< our verbose stream (common/ofi's) */
+    size_t max_send_size;        /**< two-sided buffer size */
+    /** modules open; written by init and module finalize, which Open MPI
+     * runs on one thread */
     int module_count;
-    mca_btl_ofi_module_t *modules[MCA_BTL_OFI_MAX_MODULES_LIMIT];
-    char *provider_name; /**< chosen provider */
-    bool two_sided;
+    mca_btl_ofi_module_t *modules[MCA_BTL_OFI_MAX_MODULES_LIMIT]; /**< the open modules */
+    char *provider_name; /**< chosen provider; set at init */
+    bool two_sided;      /**< FI_MSG was granted; set at init */
+    /** hands each thread its context index (atomic) */
     opal_atomic_int32_t next_thread_index;
 } mca_btl_ofi_component_t;
 
 OPAL_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
-extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
 
 #define MCA_BTL_OFI_VERBOSE(level, ...)                                                            \
     opal_output_verbose(level, mca_btl_ofi_component.output, "btl:ofi: " __VA_ARGS__)
 
+/*
+ * Lock assertions.  A debug build of Open MPI, or a build with
+ * MCA_BTL_OFI_CHECK_LOCKS (the sanitizer lane's), checks that a lock is
+ * held where a function needs it: a trylock that succeeds means nobody
+ * held it.  Without threads our locks are never taken.
+ */
+#if OPAL_ENABLE_DEBUG || defined(MCA_BTL_OFI_CHECK_LOCKS)
+static inline bool mca_btl_ofi_lock_held(opal_mutex_t *lock)
+{
+    if (!opal_using_threads()) {
+        return true;
+    }
+    if (0 == opal_mutex_trylock(lock)) {
+        opal_mutex_unlock(lock);
+        return false;
+    }
+    return true;
+}
+#    define MCA_BTL_OFI_ASSERT_LOCKED(lock) assert(mca_btl_ofi_lock_held(lock))
+#else
+#    define MCA_BTL_OFI_ASSERT_LOCKED(lock) ((void) 0)
+#endif
+
+/** A libfabric call failed while setting something up: tell the user. */
+static inline void mca_btl_ofi_show_fi_error(const char *call, const char *device, int rc)
+{
+    opal_show_help("help-mpi-btl-ofi.txt", "libfabric call failed", true,
+                   opal_process_info.nodename,
+                   mca_btl_ofi_component.provider_name ? mca_btl_ofi_component.provider_name : "?",
+                   device ? device : "?", call, rc, fi_strerror(rc < 0 ? -rc : rc));
+}
+
 /* ------------------------------------------------------------------ */
-/* Functions shared between the files.                                 */
+/* btl_ofi_module.c: registration, module open/finalize                */
+
+/** Defaults of every module; its BTL parameters are registered on it. */
+extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
 
 int mca_btl_ofi_module_open(mca_btl_ofi_module_t **module_out, struct fi_info *info, int index);
 int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl);
+
+/* ------------------------------------------------------------------ */
+/* btl_ofi_endpoint.c: modex, address vector, peers                    */
+
+int mca_btl_ofi_av_open(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_av_close(mca_btl_ofi_module_t *module);
+int mca_btl_ofi_name_init(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_name_fini(mca_btl_ofi_module_t *module);
+/** Publish the provider and every module's endpoint name. */
+int mca_btl_ofi_modex_send(void);
+int mca_btl_ofi_peers_init(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_peers_fini(mca_btl_ofi_module_t *module);
+int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                          mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable);
+int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                          mca_btl_base_endpoint_t **peers);
+/** The endpoint of a peer of our job by rank, or NULL. */
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *module, uint32_t vpid);
+
+/* ------------------------------------------------------------------ */
+/* btl_ofi_context.c: contexts, CQs, progress                          */
+
+/** Decide how many contexts the module gets and how its sends complete. */
+void mca_btl_ofi_contexts_plan(mca_btl_ofi_module_t *module);
+/** Make the planned contexts with their locks and CQs. */
+int mca_btl_ofi_contexts_init(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_contexts_fini(mca_btl_ofi_module_t *module);
+/** Open the endpoint and its TX/RX contexts on the CQs, and enable it. */
+int mca_btl_ofi_contexts_open(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_contexts_close(mca_btl_ofi_module_t *module);
+/** Hand every completion read to its owner; returns how many. */
 int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context);
+/** Drive the provider from a posting path, parking what is read. */
 void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context);
-void mca_btl_ofi_show_fi_error(const char *call, const char *device, int rc);
-void mca_btl_ofi_register_pvars(void);
+/** Progress every context of every module: the component's progress. */
+int mca_btl_ofi_progress(void);
+/** Progress every context of one module; returns the completions handed out. */
+int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
+
+/** The calling thread's index, assigned at its first use of a context. */
+extern opal_thread_local int mca_btl_ofi_thread_index;
+
+/** The context of the calling thread. */
+static inline mca_btl_ofi_context_t *mca_btl_ofi_thread_context(mca_btl_ofi_module_t *module)
+{
+    if (1 == module->num_contexts) {
+        return module->contexts;
+    }
+    if (OPAL_UNLIKELY(mca_btl_ofi_thread_index < 0)) {
+        mca_btl_ofi_thread_index =
+            opal_atomic_fetch_add_32(&mca_btl_ofi_component.next_thread_index, 1);
+    }
+    return module->contexts + (mca_btl_ofi_thread_index % module->num_contexts);
+}
+
+/* ------------------------------------------------------------------ */
+/* btl_ofi_rdma.c: put, get, flush, the posting path                   */
+
+int mca_btl_ofi_rdma_context_init(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context);
+void mca_btl_ofi_rdma_context_fini(mca_btl_ofi_context_t *context);
 
 int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
@@ -328,6 +494,29 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
                     mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
                     int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                     void *cbdata);
+int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);
+
+/** What a post function does; one of them per libfabric call. */
+typedef ssize_t (*mca_btl_ofi_post_fn_t)(mca_btl_ofi_comp_t *comp, void *arg);
+
+/** A completion object of the calling thread's context, or NULL. */
+mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
+                                         mca_btl_ofi_endpoint_t *endpoint, void *local_address,
+                                         mca_btl_base_registration_handle_t *local_handle,
+                                         mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                         void *cbdata);
+/** Post through @p post with bounded EAGAIN retries; on failure @p comp is returned. */
+int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg);
+
+/* ------------------------------------------------------------------ */
+/* btl_ofi_atomics.c: probing, posting, target-applied atomics         */
+
+/** Find out which atomics the provider does, or apply them at the target. */
+int mca_btl_ofi_atomics_setup(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_atomics_teardown(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_regions_add(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
+void mca_btl_ofi_regions_remove(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
+
 int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                     uint64_t remote_address, mca_btl_base_registration_handle_t *remote_handle,
                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
@@ -344,33 +533,38 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
                        mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
                        uint64_t value, int flags, int order,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
-int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);
 
-/* two-sided */
-int mca_btl_ofi_am_context_init(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context);
-void mca_btl_ofi_am_context_fini(mca_btl_ofi_context_t *context);
-void mca_btl_ofi_am_complete(mca_btl_ofi_frag_t *frag, size_t len, int status);
-void mca_btl_ofi_rdma_complete(mca_btl_ofi_comp_t *comp, int status);
-void mca_btl_ofi_probe_module_atomics(mca_btl_ofi_module_t *module);
-void mca_btl_ofi_am_setup_module(mca_btl_ofi_module_t *module);
-int mca_btl_ofi_am_drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t **failed,
-                                 int max_failed);
-void mca_btl_ofi_am_fail(mca_btl_ofi_frag_t *frag);
-void mca_btl_ofi_am_repost_receives(mca_btl_ofi_context_t *context);
-mca_btl_ofi_frag_t *mca_btl_ofi_am_frag_alloc(mca_btl_ofi_module_t *module,
-                                              mca_btl_ofi_endpoint_t *endpoint, size_t size);
-int mca_btl_ofi_am_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag,
-                                 mca_btl_ofi_msg_kind_t kind);
+/* ------------------------------------------------------------------ */
+/* btl_ofi_frag.c: two-sided fragments, the active-message path        */
 
-/* atomics applied by the target (providers without fi_atomic) */
-void mca_btl_ofi_regions_add(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
-void mca_btl_ofi_regions_remove(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
-void mca_btl_ofi_emu_enable(mca_btl_ofi_module_t *module);
-int mca_btl_ofi_emu_post(mca_btl_ofi_comp_t *comp, enum fi_op op, enum fi_datatype dt,
-                         uint64_t remote_address, uint64_t rkey);
-void mca_btl_ofi_emu_serve(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
-                           const void *payload, size_t len);
-void mca_btl_ofi_emu_answered(const void *payload, size_t len);
+/**
+ * Receives one kind of message: @p hdr is the wire header, @p len the
+ * bytes after it.  Runs from progress without the context lock.
+ */
+typedef void (*mca_btl_ofi_msg_handler_fn_t)(mca_btl_ofi_module_t *module,
+                                             const mca_btl_ofi_am_hdr_t *hdr, size_t len);
+
+/**
+ * Receivers of each message kind.  frag.c fills MCA_BTL_OFI_KIND_AM (the
+ * layer above's active messages); btl_ofi_atomics.c fills its own kinds.
+ */
+extern mca_btl_ofi_msg_handler_fn_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_MAX];
+
+/** Fragment lists and receive buffers of one context (two-sided modules). */
+int mca_btl_ofi_frag_context_init(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context);
+void mca_btl_ofi_frag_context_fini(mca_btl_ofi_context_t *context);
+/** Post context 0's receive buffers, once the endpoint is enabled. */
+int mca_btl_ofi_frag_post_receives(mca_btl_ofi_module_t *module);
+/** Forget fragments waiting in the context lists (the endpoint is closed). */
+void mca_btl_ofi_frag_drop_waiting(mca_btl_ofi_module_t *module);
+/** Fill the module's send functions. */
+void mca_btl_ofi_frag_setup_module(mca_btl_ofi_module_t *module);
+/** A fragment for a message of our own of @p size payload bytes, or NULL. */
+mca_btl_ofi_frag_t *mca_btl_ofi_frag_alloc_internal(mca_btl_ofi_module_t *module,
+                                                    mca_btl_ofi_endpoint_t *endpoint, size_t size);
+/** Send a message of our own; the fragment is ours again whatever happens. */
+int mca_btl_ofi_frag_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag,
+                                   mca_btl_ofi_msg_kind_t kind);
 
 /* ------------------------------------------------------------------ */
 /* Inline helpers for the hot paths.                                   */
@@ -395,18 +589,9 @@ static inline int64_t mca_btl_ofi_add64(opal_atomic_int64_t *where, int64_t valu
     return *where;
 }
 
-/** The context of the calling thread: an index assigned once per thread. */
-static inline mca_btl_ofi_context_t *mca_btl_ofi_thread_context(mca_btl_ofi_module_t *module)
+static inline int mca_btl_ofi_check_endpoint(const mca_btl_ofi_endpoint_t *endpoint)
 {
-    static opal_thread_local int thread_index = -1;
-
-    if (1 == module->num_contexts) {
-        return module->contexts;
-    }
-    if (OPAL_UNLIKELY(thread_index < 0)) {
-        thread_index = opal_atomic_fetch_add_32(&mca_btl_ofi_component.next_thread_index, 1);
-    }
-    return module->contexts + (thread_index % module->num_contexts);
+    return (NULL != endpoint && endpoint->reachable) ? OPAL_SUCCESS : OPAL_ERR_UNREACH;
 }
 
 /** Bytes of one element of a datatype our atomics take. */

@@ -6,6 +6,12 @@
  * $HEADER$
  */
 
+/*
+ * The component: its parameters and their checks, provider discovery and
+ * NIC selection, component init (which opens one module per NIC and
+ * publishes their addresses) and the MPI_T counters.
+ */
+
 #include "opal_config.h"
 
 #include <dlfcn.h>
@@ -26,11 +32,11 @@
 #include "opal/util/show_help.h"
 
 #include "btl_ofi.h"
-#include "btl_ofi_modex.h"
 
 static char *progress_mode_param; /* owned by the MCA variable system */
 static int progress_mode = FI_PROGRESS_MANUAL;
-static int max_send_size_param;
+
+static void register_pvars(void);
 
 /* ------------------------------------------------------------------ */
 /* Parameters                                                          */
@@ -126,8 +132,7 @@ static int mca_btl_ofi_component_register(void)
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
-    mca_btl_ofi_register_pvars();
-    (void) max_send_size_param;
+    register_pvars();
     return OPAL_SUCCESS;
 }
 
@@ -409,7 +414,8 @@ static int discover(struct fi_info **list_out, uint64_t *caps_out, bool threads)
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     for (;;) {
-        uint64_t caps = (need_rma ? MCA_BTL_OFI_RMA_CAPS : 0) | (want_msg ? MCA_BTL_OFI_MSG_CAPS : 0);
+        uint64_t caps =
+            (need_rma ? MCA_BTL_OFI_RMA_CAPS : 0) | (want_msg ? MCA_BTL_OFI_MSG_CAPS : 0);
 #if defined(FI_HMEM)
         if (want_hmem) {
             caps |= FI_HMEM;
@@ -580,23 +586,6 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
-/* Progress                                                            */
-
-static int mca_btl_ofi_component_progress(void)
-{
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    int events = 0;
-
-    for (int m = 0; m < c->module_count; ++m) {
-        mca_btl_ofi_module_t *module = c->modules[m];
-        for (int i = 0; i < module->num_contexts; ++i) {
-            events += mca_btl_ofi_context_progress(module->contexts + i);
-        }
-    }
-    return events;
-}
-
-/* ------------------------------------------------------------------ */
 /* MPI_T performance variables                                         */
 
 static const struct {
@@ -659,7 +648,7 @@ static int count_nics(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event,
     return OPAL_SUCCESS;
 }
 
-void mca_btl_ofi_register_pvars(void)
+static void register_pvars(void)
 {
     const mca_base_pvar_flag_t flags = MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS;
 
@@ -687,14 +676,6 @@ void mca_btl_ofi_register_pvars(void)
 
 /* ------------------------------------------------------------------ */
 
-void mca_btl_ofi_show_fi_error(const char *call, const char *device, int rc)
-{
-    opal_show_help("help-mpi-btl-ofi.txt", "libfabric call failed", true,
-                   opal_process_info.nodename,
-                   mca_btl_ofi_component.provider_name ? mca_btl_ofi_component.provider_name : "?",
-                   device ? device : "?", call, rc, fi_strerror(rc < 0 ? -rc : rc));
-}
-
 mca_btl_ofi_component_t mca_btl_ofi_component = {
     .super = {
         .btl_version = {
@@ -711,6 +692,6 @@ mca_btl_ofi_component_t mca_btl_ofi_component = {
             .param_field = MCA_BASE_METADATA_PARAM_NONE,
         },
         .btl_init = mca_btl_ofi_component_init,
-        .btl_progress = mca_btl_ofi_component_progress,
+        .btl_progress = mca_btl_ofi_progress,
     },
 };

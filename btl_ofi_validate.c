@@ -6,8 +6,13 @@
  * $HEADER$
  */
 
+/*
+ * The component's decisions that need nothing but their inputs (see
+ * btl_ofi_validate.h): kept free of Open MPI, so that the unit tests and
+ * the raw-libfabric benchmark link this file alone.
+ */
+
 #include "btl_ofi_validate.h"
-#include "btl_ofi_modex.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -12,7 +12,8 @@
  * Decisions about providers and parameters that need nothing but their
  * inputs: whether one fi_info is usable, how providers rank, whether a
  * provider is named by an include or exclude list, whether a parameter is
- * in range.  Kept free of Open MPI so that unit tests link it alone.
+ * in range, what a peer's modex blob says.  Kept free of Open MPI so that
+ * unit tests link it alone.
  */
 
 #ifndef MCA_BTL_OFI_VALIDATE_H
@@ -99,5 +100,34 @@ mca_btl_ofi_param_check_t mca_btl_ofi_clamp_int(int *value, int min, int max);
 
 /** Map a progress-mode name to FI_PROGRESS_*; -1 when unknown. */
 int mca_btl_ofi_parse_progress_mode(const char *name);
+
+/*
+ * What each process publishes about itself: the provider it chose and the
+ * endpoint name of each of its modules, in one blob (a header, then per
+ * module a 32-bit length and the name).  Parsing checks every length, so a
+ * short or foreign blob makes that peer unreachable instead of reading
+ * past the end.
+ */
+#define MCA_BTL_OFI_MODEX_PROV_LEN 64
+#define MCA_BTL_OFI_MODEX_MAGIC    0x4f464931u /**< "OFI1": first word of the blob */
+
+typedef struct mca_btl_ofi_modex_hdr_t {
+    uint32_t magic;                            /**< MCA_BTL_OFI_MODEX_MAGIC */
+    uint32_t module_count;                     /**< names that follow */
+    char provider[MCA_BTL_OFI_MODEX_PROV_LEN]; /**< the sender's provider, NUL-terminated */
+} mca_btl_ofi_modex_hdr_t;
+
+/**
+ * Find module @p index's endpoint name in a peer's blob.
+ *
+ * @param[in]  blob, size  the peer's modex data
+ * @param[in]  provider    the provider we use
+ * @param[in]  index       module index
+ * @param[out] name, len   points into blob on success
+ * @param[out] why         static reason on failure
+ * @return 0 on success, -1 on a malformed or incompatible blob
+ */
+int mca_btl_ofi_modex_parse(const void *blob, size_t size, const char *provider, int index,
+                            const void **name, size_t *len, const char **why);
 
 #endif /* MCA_BTL_OFI_VALIDATE_H */

@@ -11,7 +11,7 @@ set -euo pipefail
 help_file=$PARAMS_ROOT/help-mpi-btl-ofi.txt
 [ -f "$help_file" ] || skip "$help_file is missing"
 command -v perl >/dev/null || skip "perl is needed to parse the sources"
-sources=("$PARAMS_ROOT"/btl_ofi*.c)
+sources=("$PARAMS_ROOT"/btl_ofi*.c "$PARAMS_ROOT"/btl_ofi*.h)
 [ -e "${sources[0]}" ] || skip "no btl_ofi*.c sources"
 
 echo "help file: $help_file"

@@ -17,7 +17,6 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
 
-#include "btl_ofi_modex.h"
 #include "btl_ofi_validate.h"
 
 #define ONE_SIDED_CAPS (FI_RMA | FI_ATOMIC)

@@ -7,10 +7,15 @@
  */
 
 /*
- * Two-sided traffic for pml ob1: fragments carry a small header (sender
- * rank and active-message tag) in front of up to max_send_size bytes and
- * land in receive buffers pre-posted on context 0, which is where peers
- * address their messages.
+ * Two-sided fragments and the active-message path.  Fragments carry a
+ * small header (sender rank, active-message tag, message kind) in front
+ * of up to max_send_size bytes and land in receive buffers pre-posted on
+ * context 0, which is where peers address their messages.  A received
+ * message goes to the handler its kind names in mca_btl_ofi_msg_handlers:
+ * ob1's active messages are ours, the other kinds belong to whoever
+ * filled them in.  Sends the provider refuses for now, and receive
+ * buffers it will not take back yet, wait on the context's lists for the
+ * context's work hook (frag_work) to post them.
  */
 
 #include "opal_config.h"
@@ -23,6 +28,15 @@
 #include "btl_ofi.h"
 
 #define BTL_OFI_SEND_RETRIES 8
+
+static void send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status);
+static void recv_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status);
+static int frag_work(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *failed, int max);
+
+static inline mca_btl_ofi_frag_t *frag_of(mca_btl_ofi_ctx_hdr_t *hdr)
+{
+    return (mca_btl_ofi_frag_t *) ((char *) hdr - offsetof(mca_btl_ofi_frag_t, ctx));
+}
 
 static void frag_construct(mca_btl_ofi_frag_t *frag)
 {
@@ -45,7 +59,7 @@ static int frag_init(opal_free_list_item_t *item, void *arg)
     frag->module = owner->module;
     frag->context = owner->context;
     frag->list = owner;
-    frag->ctx.type = owner->type;
+    frag->ctx.complete = owner->complete;
     frag->hdr = (mca_btl_ofi_am_hdr_t *) item->ptr;
     /* the header goes on the wire whole, padding included */
     memset(frag->hdr, 0, sizeof(*frag->hdr));
@@ -57,12 +71,12 @@ static int frag_init(opal_free_list_item_t *item, void *arg)
 }
 
 static int init_frag_list(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
-                          mca_btl_ofi_frag_list_t *owner, mca_btl_ofi_op_t type, size_t payload,
-                          int initial, int max)
+                          mca_btl_ofi_frag_list_t *owner, mca_btl_ofi_complete_fn_t complete,
+                          size_t payload, int initial, int max)
 {
     owner->module = module;
     owner->context = context;
-    owner->type = type;
+    owner->complete = complete;
     owner->payload = payload;
     return opal_free_list_init(
         &owner->list, sizeof(mca_btl_ofi_frag_t), opal_cache_line_size,
@@ -148,80 +162,79 @@ static int64_t send_window_for(mca_btl_ofi_module_t *module)
     return (queue / 8 < 16) ? 16 : (int64_t) (queue / 8);
 }
 
-int mca_btl_ofi_am_context_init(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
+int mca_btl_ofi_frag_context_init(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
 {
     size_t max_send = mca_btl_ofi_component.max_send_size;
-    int count, rc;
+    int rc;
 
+    OBJ_CONSTRUCT(&context->small_frags.list, opal_free_list_t);
+    OBJ_CONSTRUCT(&context->send_frags.list, opal_free_list_t);
+    OBJ_CONSTRUCT(&context->recv_frags.list, opal_free_list_t);
+    context->frags_ready = true;
+    context->work = frag_work;
     context->sends_in_flight = 0;
     context->send_window = send_window_for(module);
-    rc = init_frag_list(module, context, &context->small_frags, MCA_BTL_OFI_OP_SEND,
+    rc = init_frag_list(module, context, &context->small_frags, send_complete,
                         MCA_BTL_OFI_SMALL_FRAG_PAYLOAD, 64, -1);
     if (OPAL_SUCCESS == rc) {
-        rc = init_frag_list(module, context, &context->send_frags, MCA_BTL_OFI_OP_SEND, max_send,
-                            16, 512);
+        rc =
+            init_frag_list(module, context, &context->send_frags, send_complete, max_send, 16, 512);
     }
     /* peers address their messages to context 0 */
-    if (OPAL_SUCCESS != rc || 0 != context->index) {
-        return rc;
+    if (OPAL_SUCCESS == rc && 0 == context->index) {
+        int count = receives_to_post(module);
+        rc = init_frag_list(module, context, &context->recv_frags, recv_complete, max_send, count,
+                            count);
     }
-    count = receives_to_post(module);
-    rc = init_frag_list(module, context, &context->recv_frags, MCA_BTL_OFI_OP_RECV, max_send, count,
-                        count);
     if (OPAL_SUCCESS != rc) {
-        return rc;
+        mca_btl_ofi_frag_context_fini(context);
     }
-    return post_receive_buffers(context, count);
+    return rc;
 }
 
-void mca_btl_ofi_am_context_fini(mca_btl_ofi_context_t *context)
+void mca_btl_ofi_frag_context_fini(mca_btl_ofi_context_t *context)
 {
-    (void) context;
+    if (context->frags_ready) {
+        OBJ_DESTRUCT(&context->small_frags.list);
+        OBJ_DESTRUCT(&context->send_frags.list);
+        OBJ_DESTRUCT(&context->recv_frags.list);
+        context->frags_ready = false;
+    }
+    context->work = NULL;
+}
+
+int mca_btl_ofi_frag_post_receives(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_context_t *context = module->contexts;
+
+    return post_receive_buffers(context, (int) context->recv_frags.list.fl_num_allocated);
+}
+
+/* Waiting fragments belong to the free lists of any context: forget them
+ * all, once the endpoint is closed, before the first list goes. */
+void mca_btl_ofi_frag_drop_waiting(mca_btl_ofi_module_t *module)
+{
+    for (int i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        while (NULL != opal_list_remove_first(&context->pending_sends)) {
+        }
+        while (NULL != opal_list_remove_first(&context->unposted_recvs)) {
+        }
+        context->pending_count = 0;
+        context->unposted_count = 0;
+    }
 }
 
 /* ------------------------------------------------------------------ */
 
-static mca_btl_ofi_endpoint_t *endpoint_for_vpid(mca_btl_ofi_module_t *module, uint32_t vpid)
+/* The layer above's messages: to the callback registered for the tag. */
+static void deliver_am(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t *hdr, size_t len)
 {
-    opal_process_name_t name = OPAL_PROC_MY_NAME;
-    mca_btl_ofi_endpoint_t *endpoint = NULL;
-    uint64_t key;
-
-    name.vpid = vpid;
-    memcpy(&key, &name, sizeof(key));
-    OPAL_THREAD_LOCK(&module->lock);
-    (void) opal_hash_table_get_value_uint64(&module->peers, key, (void **) &endpoint);
-    OPAL_THREAD_UNLOCK(&module->lock);
-    return endpoint;
-}
-
-/* Messages of our own, which the layer above never sees. */
-static void deliver_internal(mca_btl_ofi_frag_t *frag, size_t len)
-{
-    mca_btl_ofi_module_t *module = frag->module;
-    const void *payload = frag->hdr + 1;
-
-    switch (frag->hdr->kind) {
-    case MCA_BTL_OFI_KIND_ATOMIC_REQUEST:
-        mca_btl_ofi_emu_serve(module, endpoint_for_vpid(module, frag->hdr->src_vpid), payload, len);
-        break;
-    case MCA_BTL_OFI_KIND_ATOMIC_REPLY:
-        mca_btl_ofi_emu_answered(payload, len);
-        break;
-    default:
-        MCA_BTL_OFI_VERBOSE(1, "dropped a message of unknown kind %d", frag->hdr->kind);
-        break;
-    }
-}
-
-static void deliver(mca_btl_ofi_frag_t *frag, size_t len)
-{
-    mca_btl_ofi_module_t *module = frag->module;
-    mca_btl_base_tag_t tag = frag->hdr->tag;
+    mca_btl_base_tag_t tag = hdr->tag;
     const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
-    mca_btl_base_segment_t segment = { .seg_addr.pval = frag->hdr + 1, .seg_len = len };
+    mca_btl_base_segment_t segment = { .seg_addr.pval = (void *) (hdr + 1), .seg_len = len };
     mca_btl_base_receive_descriptor_t desc = {
-        .endpoint = endpoint_for_vpid(module, frag->hdr->src_vpid),
+        .endpoint = mca_btl_ofi_endpoint_for_vpid(module, hdr->src_vpid),
         .des_segments = &segment,
         .des_segment_count = 1,
         .tag = tag,
@@ -234,6 +247,21 @@ static void deliver(mca_btl_ofi_frag_t *frag, size_t len)
         reg->cbfunc(&module->super, &desc);
     } else {
         MCA_BTL_OFI_VERBOSE(1, "dropped a message with unregistered tag %d", tag);
+    }
+}
+
+mca_btl_ofi_msg_handler_fn_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_MAX] = {
+    [MCA_BTL_OFI_KIND_AM] = deliver_am,
+};
+
+static void deliver(mca_btl_ofi_frag_t *frag, size_t len)
+{
+    uint8_t kind = frag->hdr->kind;
+
+    if (OPAL_LIKELY(kind < MCA_BTL_OFI_KIND_MAX && NULL != mca_btl_ofi_msg_handlers[kind])) {
+        mca_btl_ofi_msg_handlers[kind](frag->module, frag->hdr, len);
+    } else {
+        MCA_BTL_OFI_VERBOSE(1, "dropped a message of unknown kind %d", kind);
     }
 }
 
@@ -270,9 +298,9 @@ static void repost_or_park(mca_btl_ofi_frag_t *frag)
     OPAL_THREAD_UNLOCK(&context->lock);
 }
 
-/* Called by progress with the context lock held. */
-void mca_btl_ofi_am_repost_receives(mca_btl_ofi_context_t *context)
+static void repost_receives(mca_btl_ofi_context_t *context)
 {
+    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
     while (context->unposted_count > 0) {
         mca_btl_ofi_frag_t *frag =
             (mca_btl_ofi_frag_t *) opal_list_get_first(&context->unposted_recvs);
@@ -284,19 +312,23 @@ void mca_btl_ofi_am_repost_receives(mca_btl_ofi_context_t *context)
     }
 }
 
-void mca_btl_ofi_am_complete(mca_btl_ofi_frag_t *frag, size_t len, int status)
+/* Also the end of a send that failed for good in frag_work, which left
+ * its place in the window for this to give back. */
+static void send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status)
 {
-    if (MCA_BTL_OFI_OP_SEND == frag->ctx.type) {
-        (void) mca_btl_ofi_add64(&frag->tx_context->sends_in_flight, -1);
-        send_done(frag, status);
-        return;
-    }
+    mca_btl_ofi_frag_t *frag = frag_of(hdr);
+
+    (void) len;
+    (void) mca_btl_ofi_add64(&frag->tx_context->sends_in_flight, -1);
+    send_done(frag, status);
+}
+
+static void recv_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status)
+{
+    mca_btl_ofi_frag_t *frag = frag_of(hdr);
+
     if (OPAL_SUCCESS == status && len >= sizeof(mca_btl_ofi_am_hdr_t)) {
-        if (OPAL_LIKELY(MCA_BTL_OFI_KIND_AM == frag->hdr->kind)) {
-            deliver(frag, len - sizeof(mca_btl_ofi_am_hdr_t));
-        } else {
-            deliver_internal(frag, len - sizeof(mca_btl_ofi_am_hdr_t));
-        }
+        deliver(frag, len - sizeof(mca_btl_ofi_am_hdr_t));
     }
     repost_or_park(frag);
 }
@@ -349,7 +381,7 @@ static int mca_btl_ofi_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_
     return OPAL_SUCCESS;
 }
 
-/** Copy the convertor's next bytes after @p reserve; returns bytes packed. */
+/** Pack up to @p size of the convertor's next bytes at @p dest; returns bytes packed. */
 static size_t pack_payload(opal_convertor_t *convertor, void *dest, size_t size)
 {
     struct iovec iov = { .iov_base = dest, .iov_len = size };
@@ -499,11 +531,12 @@ static void pending_pop(mca_btl_ofi_context_t *context)
     --context->pending_count;
 }
 
-int mca_btl_ofi_am_drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t **failed,
-                                 int max_failed)
+static int drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *failed,
+                         int max_failed)
 {
     int nfailed = 0;
 
+    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
     while (context->pending_count > 0 && nfailed < max_failed && window_open(context, false)) {
         mca_btl_ofi_frag_t *frag =
             (mca_btl_ofi_frag_t *) opal_list_get_first(&context->pending_sends);
@@ -514,24 +547,33 @@ int mca_btl_ofi_am_drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_fra
             count_sent(frag->module, frag);
             continue;
         }
-        (void) mca_btl_ofi_add64(&context->sends_in_flight, -1);
         if (-FI_EAGAIN == rc) {
+            (void) mca_btl_ofi_add64(&context->sends_in_flight, -1);
             mca_btl_ofi_count(frag->module, MCA_BTL_OFI_CNT_RETRY, 1);
             break;
         }
         report_send_error(frag->module, frag, rc);
         if (++frag->post_errors < BTL_OFI_PENDING_POST_ERRORS) {
+            (void) mca_btl_ofi_add64(&context->sends_in_flight, -1);
             break; /* in order: nothing behind it goes first */
         }
+        /* its window place goes back in send_complete */
         pending_pop(context);
-        failed[nfailed++] = frag;
+        failed[nfailed++] = (mca_btl_ofi_event_t){ &frag->ctx, 0, OPAL_ERROR };
     }
     return nfailed;
 }
 
-void mca_btl_ofi_am_fail(mca_btl_ofi_frag_t *frag)
+/* The context's work hook: runs from progress with the context lock held. */
+static int frag_work(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *failed, int max)
 {
-    send_done(frag, OPAL_ERROR);
+    if (context->unposted_count > 0) {
+        repost_receives(context);
+    }
+    if (context->pending_count > 0) {
+        return drain_pending(context, failed, max);
+    }
+    return 0;
 }
 
 static int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -591,15 +633,14 @@ static int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t
     return OPAL_ERR_RESOURCE_BUSY;
 }
 
-mca_btl_ofi_frag_t *mca_btl_ofi_am_frag_alloc(mca_btl_ofi_module_t *module,
-                                              mca_btl_ofi_endpoint_t *endpoint, size_t size)
+mca_btl_ofi_frag_t *mca_btl_ofi_frag_alloc_internal(mca_btl_ofi_module_t *module,
+                                                    mca_btl_ofi_endpoint_t *endpoint, size_t size)
 {
     return frag_alloc(module, endpoint, size, MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
 }
 
-/** Send a message of our own; the fragment is ours again whatever happens. */
-int mca_btl_ofi_am_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag,
-                                 mca_btl_ofi_msg_kind_t kind)
+int mca_btl_ofi_frag_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag,
+                                   mca_btl_ofi_msg_kind_t kind)
 {
     int rc = send_frag(module, frag, 0, kind, true);
 
@@ -609,7 +650,7 @@ int mca_btl_ofi_am_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_
     return rc;
 }
 
-void mca_btl_ofi_am_setup_module(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_frag_setup_module(mca_btl_ofi_module_t *module)
 {
     module->super.btl_alloc = mca_btl_ofi_alloc;
     module->super.btl_free = mca_btl_ofi_free;

@@ -1,0 +1,445 @@
+/* -*- Mode: C; c-basic-offset:4 ; indent-tabs-mode:nil -*- */
+/*
+ * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
+ * $COPYRIGHT$
+ *
+ * $HEADER$
+ */
+
+/*
+ * Contexts, their CQs and progress.  This file owns the libfabric
+ * endpoint with its TX/RX contexts and CQs, and the two ways of reading a
+ * CQ:
+ *
+ * - mca_btl_ofi_context_progress(), from component progress and flush,
+ *   hands every completion to its owner through the callback the
+ *   operation carries (osc/rdma's or ob1's callbacks run from there);
+ * - mca_btl_ofi_context_poll(), from the posting paths (back-pressure and
+ *   EAGAIN), only drives the provider and parks what it reads.  Callbacks
+ *   must not run there: the caller (ob1 building a request, osc/rdma
+ *   halfway through an operation) is not ready to be re-entered.
+ *
+ * Parked completions are handed out first, so their order is kept.  What
+ * a completion means is its owner's business: nothing here names rdma,
+ * atomics or fragments.
+ */
+
+#include "opal_config.h"
+
+#include <string.h>
+
+#include "btl_ofi.h"
+
+opal_thread_local int mca_btl_ofi_thread_index = -1;
+
+/* ------------------------------------------------------------------ */
+/* Opening and closing                                                 */
+
+static int open_cq(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
+{
+    struct fi_cq_attr attr = {
+        .format = FI_CQ_FORMAT_TAGGED,
+        .wait_obj = FI_WAIT_NONE,
+        .size = 0,
+    };
+    int rc = fi_cq_open(module->domain, &attr, &context->cq, context);
+    if (0 != rc) {
+        mca_btl_ofi_show_fi_error("fi_cq_open", module->device_name, rc);
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+static int open_plain_context(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
+{
+    int rc = fi_ep_bind(module->ep, &context->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (0 != rc) {
+        mca_btl_ofi_show_fi_error("fi_ep_bind(cq)", module->device_name, rc);
+        return OPAL_ERROR;
+    }
+    context->tx = context->rx = module->ep;
+    return OPAL_SUCCESS;
+}
+
+static int open_scalable_context(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
+{
+    struct fi_info *info = module->info;
+    int rc = fi_tx_context(module->ep, context->index, info->tx_attr, &context->tx, context);
+    if (0 == rc) {
+        rc = fi_ep_bind(context->tx, &context->cq->fid, FI_TRANSMIT);
+    }
+    if (0 == rc) {
+        rc = fi_enable(context->tx);
+    }
+    if (0 != rc) {
+        mca_btl_ofi_show_fi_error("fi_tx_context", module->device_name, rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_rx_context(module->ep, context->index, info->rx_attr, &context->rx, context);
+    if (0 == rc) {
+        rc = fi_ep_bind(context->rx, &context->cq->fid, FI_RECV);
+    }
+    if (0 == rc) {
+        rc = fi_enable(context->rx);
+    }
+    if (0 != rc) {
+        mca_btl_ofi_show_fi_error("fi_rx_context", module->device_name, rc);
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* Endpoint objects first, then the CQ they were bound to. */
+static void close_tx_rx(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
+{
+    if (module->is_scalable_ep) {
+        if (NULL != context->tx) {
+            fi_close(&context->tx->fid);
+        }
+        if (NULL != context->rx) {
+            fi_close(&context->rx->fid);
+        }
+    }
+    context->tx = context->rx = NULL;
+}
+
+static void release_context(mca_btl_ofi_context_t *context)
+{
+    if (NULL != context->cq) {
+        fi_close(&context->cq->fid);
+        context->cq = NULL;
+    }
+    OBJ_DESTRUCT(&context->pending_sends);
+    OBJ_DESTRUCT(&context->unposted_recvs);
+    OBJ_DESTRUCT(&context->lock);
+}
+
+/** How many contexts we can have; says so when the request is cut. */
+static int usable_contexts(mca_btl_ofi_module_t *module)
+{
+    struct fi_domain_attr *d = module->info->domain_attr;
+    int wanted = mca_btl_ofi_component.num_contexts_per_module;
+    size_t offered = d->max_ep_tx_ctx < d->max_ep_rx_ctx ? d->max_ep_tx_ctx : d->max_ep_rx_ctx;
+
+    if (wanted <= 1) {
+        return 1;
+    }
+    if (mca_btl_ofi_component.disable_sep || offered <= 1) {
+        opal_show_help("help-mpi-btl-ofi.txt", "contexts clamped", true, opal_process_info.nodename,
+                       module->device_name, wanted, 1,
+                       mca_btl_ofi_component.disable_sep ? "btl_ofi_disable_sep is set"
+                                                         : "the domain has no scalable endpoint");
+        return 1;
+    }
+    if ((size_t) wanted > offered) {
+        opal_show_help("help-mpi-btl-ofi.txt", "contexts clamped", true, opal_process_info.nodename,
+                       module->device_name, wanted, (int) offered, "the domain offers no more");
+        return (int) offered;
+    }
+    return wanted;
+}
+
+/*
+ * Every write, read and non-fetching atomic names delivery-complete; a send
+ * only needs its buffer back.  shm (libfabric 1.17) moves every message of
+ * 4 KiB or less sent under delivery-complete through its segmentation
+ * buffers, one transfer per peer at a time, and refuses RMA to that peer
+ * meanwhile, so its sends ask for transmit-complete.  Not for every
+ * provider: tcp;ofi_rxm across hosts then hung in rma_sync.
+ */
+static void choose_send_completion(mca_btl_ofi_module_t *module)
+{
+    if (0 == strcmp(module->info->fabric_attr->prov_name, "shm")) {
+        module->info->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
+        module->info->tx_attr->op_flags |= FI_TRANSMIT_COMPLETE;
+    }
+}
+
+void mca_btl_ofi_contexts_plan(mca_btl_ofi_module_t *module)
+{
+    int n = usable_contexts(module);
+
+    choose_send_completion(module);
+    module->is_scalable_ep = n > 1;
+    module->rx_ctx_bits = 0;
+    if (module->is_scalable_ep) {
+        while ((1 << module->rx_ctx_bits) < n) {
+            ++module->rx_ctx_bits;
+        }
+        module->info->ep_attr->tx_ctx_cnt = n;
+        module->info->ep_attr->rx_ctx_cnt = n;
+    }
+}
+
+static int open_fabric_endpoint(mca_btl_ofi_module_t *module)
+{
+    int rc;
+
+    if (module->is_scalable_ep) {
+        rc = fi_scalable_ep(module->domain, module->info, &module->ep, NULL);
+        if (0 == rc) {
+            rc = fi_scalable_ep_bind(module->ep, &module->av->fid, 0);
+        }
+    } else {
+        rc = fi_endpoint(module->domain, module->info, &module->ep, NULL);
+        if (0 == rc) {
+            rc = fi_ep_bind(module->ep, &module->av->fid, 0);
+        }
+    }
+    if (0 != rc) {
+        mca_btl_ofi_show_fi_error(module->is_scalable_ep ? "fi_scalable_ep" : "fi_endpoint",
+                                  module->device_name, rc);
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_ofi_contexts_init(mca_btl_ofi_module_t *module)
+{
+    int n = module->is_scalable_ep ? (int) module->info->ep_attr->tx_ctx_cnt : 1;
+
+    module->contexts = calloc(n, sizeof(*module->contexts));
+    if (NULL == module->contexts) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    for (int i = 0; i < n; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        OBJ_CONSTRUCT(&context->lock, opal_mutex_t);
+        OBJ_CONSTRUCT(&context->pending_sends, opal_list_t);
+        OBJ_CONSTRUCT(&context->unposted_recvs, opal_list_t);
+        context->index = i;
+        context->module = module;
+        module->num_contexts = i + 1;
+        if (OPAL_SUCCESS != open_cq(module, context)) {
+            mca_btl_ofi_contexts_fini(module);
+            return OPAL_ERROR;
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_contexts_fini(mca_btl_ofi_module_t *module)
+{
+    for (int i = 0; i < module->num_contexts; ++i) {
+        release_context(module->contexts + i);
+    }
+    free(module->contexts);
+    module->contexts = NULL;
+    module->num_contexts = 0;
+}
+
+int mca_btl_ofi_contexts_open(mca_btl_ofi_module_t *module)
+{
+    int rc = open_fabric_endpoint(module);
+
+    for (int i = 0; OPAL_SUCCESS == rc && i < module->num_contexts; ++i) {
+        rc = module->is_scalable_ep ? open_scalable_context(module, module->contexts + i)
+                                    : open_plain_context(module, module->contexts + i);
+    }
+    if (OPAL_SUCCESS == rc) {
+        rc = fi_enable(module->ep);
+        if (0 != rc) {
+            mca_btl_ofi_show_fi_error("fi_enable", module->device_name, rc);
+            rc = OPAL_ERROR;
+        }
+    }
+    if (OPAL_SUCCESS != rc) {
+        mca_btl_ofi_contexts_close(module);
+    }
+    return rc;
+}
+
+void mca_btl_ofi_contexts_close(mca_btl_ofi_module_t *module)
+{
+    for (int i = 0; i < module->num_contexts; ++i) {
+        close_tx_rx(module, module->contexts + i);
+    }
+    if (NULL != module->ep) {
+        fi_close(&module->ep->fid);
+        module->ep = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading completions                                                 */
+
+static inline bool context_trylock(mca_btl_ofi_context_t *context)
+{
+    return !opal_using_threads() || 0 == opal_mutex_trylock(&context->lock);
+}
+
+static inline void context_unlock(mca_btl_ofi_context_t *context)
+{
+    if (opal_using_threads()) {
+        opal_mutex_unlock(&context->lock);
+    }
+}
+
+static int error_status(const struct fi_cq_err_entry *err)
+{
+    return (FI_ECANCELED == err->err) ? OPAL_ERR_TIMEOUT : OPAL_ERROR;
+}
+
+static int read_cq_error(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *out)
+{
+    struct fi_cq_err_entry err;
+    char buf[256];
+    const char *what;
+
+    memset(&err, 0, sizeof(err));
+    if (fi_cq_readerr(context->cq, &err, 0) <= 0) {
+        return 0;
+    }
+    what = fi_cq_strerror(context->cq, err.prov_errno, err.err_data, buf, sizeof(buf));
+    MCA_BTL_OFI_VERBOSE(1, "completion error on context %d: %s (%s)", context->index,
+                        fi_strerror(err.err), NULL != what ? what : "");
+    if (NULL == err.op_context) {
+        return 0;
+    }
+    out[0] = (mca_btl_ofi_event_t){ err.op_context, 0, error_status(&err) };
+    return 1;
+}
+
+/** Read up to @p max completions. */
+static int read_cq(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *out, int max)
+{
+    struct fi_cq_tagged_entry entries[MCA_BTL_OFI_CQ_BATCH_LIMIT];
+    ssize_t n;
+
+    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    if (max > MCA_BTL_OFI_CQ_BATCH_LIMIT) {
+        max = MCA_BTL_OFI_CQ_BATCH_LIMIT;
+    }
+    if (max <= 0) {
+        return 0;
+    }
+    n = fi_cq_read(context->cq, entries, (size_t) max);
+    if (n > 0) {
+        for (ssize_t i = 0; i < n; ++i) {
+            out[i] = (mca_btl_ofi_event_t){ entries[i].op_context, entries[i].len, OPAL_SUCCESS };
+        }
+        return (int) n;
+    }
+    if (-FI_EAVAIL == n) {
+        return read_cq_error(context, out);
+    }
+    if (-FI_EAGAIN != n) {
+        MCA_BTL_OFI_VERBOSE(1, "fi_cq_read failed: %s", fi_strerror((int) -n));
+    }
+    return 0;
+}
+
+static int take_parked(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *out, int max)
+{
+    int n = 0;
+
+    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    while (n < max && context->deferred_count > 0) {
+        out[n++] = context->deferred[context->deferred_head];
+        context->deferred_head = (context->deferred_head + 1) % MCA_BTL_OFI_DEFERRED_MAX;
+        --context->deferred_count;
+    }
+    return n;
+}
+
+static void park(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *events, int n)
+{
+    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    for (int i = 0; i < n; ++i) {
+        int slot = (context->deferred_head + context->deferred_count) % MCA_BTL_OFI_DEFERRED_MAX;
+        context->deferred[slot] = events[i];
+        ++context->deferred_count;
+    }
+}
+
+/*
+ * One thread at a time reads a context's CQ *and* runs the callbacks of what
+ * it read, in CQ order, as btl/sm and btl/tcp do: ob1 never gets two
+ * fragments of one peer at once from them, and handing it ours from two
+ * threads at a time crashed it in a 10-minute MPI_THREAD_MULTIPLE soak
+ * (mca_pml_ob1_recv_req_start).  The context lock itself is not held over
+ * the callbacks, which may post sends.
+ */
+static inline bool delivery_begin(mca_btl_ofi_context_t *context)
+{
+    return !opal_using_threads() || 0 == opal_atomic_swap_32(&context->delivering, 1);
+}
+
+static inline void delivery_end(mca_btl_ofi_context_t *context)
+{
+    if (opal_using_threads()) {
+        opal_atomic_wmb();
+        context->delivering = 0;
+    }
+}
+
+static inline bool work_due(const mca_btl_ofi_context_t *context)
+{
+    return NULL != context->work && (context->pending_count > 0 || context->unposted_count > 0);
+}
+
+int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_event_t events[MCA_BTL_OFI_FAILED_MAX + MCA_BTL_OFI_CQ_BATCH_LIMIT];
+    int batch = mca_btl_ofi_component.num_cq_read;
+    int n = 0, parked;
+
+    if (!delivery_begin(context)) {
+        return 0; /* another thread is reading and delivering right now */
+    }
+    if (!context_trylock(context)) {
+        delivery_end(context); /* a posting path is polling this CQ */
+        return 0;
+    }
+    if (OPAL_UNLIKELY(work_due(context))) {
+        n = context->work(context, events, MCA_BTL_OFI_FAILED_MAX);
+    }
+    parked = take_parked(context, events + n, batch);
+    n += parked;
+    n += read_cq(context, events + n, batch - parked);
+    context_unlock(context);
+
+    /* callbacks run without our lock: they may post new operations */
+    for (int i = 0; i < n; ++i) {
+        events[i].hdr->complete(events[i].hdr, events[i].len, events[i].status);
+    }
+    delivery_end(context);
+    return n;
+}
+
+void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_event_t events[MCA_BTL_OFI_CQ_BATCH_LIMIT];
+    int room, n;
+
+    if (!context_trylock(context)) {
+        return;
+    }
+    room = MCA_BTL_OFI_DEFERRED_MAX - context->deferred_count;
+    if (room > mca_btl_ofi_component.num_cq_read) {
+        room = mca_btl_ofi_component.num_cq_read;
+    }
+    n = read_cq(context, events, room);
+    park(context, events, n);
+    context_unlock(context);
+}
+
+int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
+{
+    int events = 0;
+
+    for (int i = 0; i < module->num_contexts; ++i) {
+        events += mca_btl_ofi_context_progress(module->contexts + i);
+    }
+    return events;
+}
+
+int mca_btl_ofi_progress(void)
+{
+    int events = 0;
+
+    for (int m = 0; m < mca_btl_ofi_component.module_count; ++m) {
+        events += mca_btl_ofi_progress_module(mca_btl_ofi_component.modules[m]);
+    }
+    return events;
+}

@@ -1,0 +1,270 @@
+/* -*- Mode: C; c-basic-offset:4 ; indent-tabs-mode:nil -*- */
+/*
+ * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
+ * $COPYRIGHT$
+ *
+ * $HEADER$
+ */
+
+/*
+ * Peers: the modex blob we publish and read, the address vector, and the
+ * endpoints add_procs makes.  A peer whose blob is missing, foreign or
+ * names another provider gets no endpoint, with a message saying why; the
+ * layer above then uses another BTL for it.
+ */
+
+#include "opal_config.h"
+
+#include <string.h>
+
+#include "opal/mca/pmix/pmix-internal.h"
+
+#include "btl_ofi.h"
+
+static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
+{
+    ep->proc = NULL;
+    ep->addr = FI_ADDR_UNSPEC;
+    ep->module = NULL;
+    ep->outstanding = 0;
+    ep->reachable = false;
+}
+OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, NULL);
+
+/* ------------------------------------------------------------------ */
+/* Address vector and our own name                                     */
+
+int mca_btl_ofi_av_open(mca_btl_ofi_module_t *module)
+{
+    struct fi_av_attr attr = { .type = FI_AV_MAP, .rx_ctx_bits = module->rx_ctx_bits };
+    int rc = fi_av_open(module->domain, &attr, &module->av, NULL);
+
+    if (0 != rc) {
+        mca_btl_ofi_show_fi_error("fi_av_open", module->device_name, rc);
+        module->av = NULL;
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_av_close(mca_btl_ofi_module_t *module)
+{
+    if (NULL != module->av) {
+        fi_close(&module->av->fid);
+        module->av = NULL;
+    }
+}
+
+int mca_btl_ofi_name_init(mca_btl_ofi_module_t *module)
+{
+    size_t len = 0;
+    int rc = fi_getname(&module->ep->fid, NULL, &len);
+
+    if (-FI_ETOOSMALL != rc && 0 != rc) {
+        mca_btl_ofi_show_fi_error("fi_getname", module->device_name, rc);
+        return OPAL_ERROR;
+    }
+    module->ep_name = calloc(1, len);
+    if (NULL == module->ep_name) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    rc = fi_getname(&module->ep->fid, module->ep_name, &len);
+    if (0 != rc) {
+        mca_btl_ofi_show_fi_error("fi_getname", module->device_name, rc);
+        mca_btl_ofi_name_fini(module);
+        return OPAL_ERROR;
+    }
+    module->ep_name_len = len;
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_name_fini(mca_btl_ofi_module_t *module)
+{
+    free(module->ep_name);
+    module->ep_name = NULL;
+    module->ep_name_len = 0;
+}
+
+int mca_btl_ofi_modex_send(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_modex_hdr_t *hdr;
+    size_t size = sizeof(*hdr);
+    unsigned char *p;
+    int rc;
+
+    for (int i = 0; i < c->module_count; ++i) {
+        size += sizeof(uint32_t) + c->modules[i]->ep_name_len;
+    }
+    hdr = calloc(1, size);
+    if (NULL == hdr) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    hdr->magic = MCA_BTL_OFI_MODEX_MAGIC;
+    hdr->module_count = (uint32_t) c->module_count;
+    strncpy(hdr->provider, c->provider_name, sizeof(hdr->provider) - 1);
+    p = (unsigned char *) (hdr + 1);
+    for (int i = 0; i < c->module_count; ++i) {
+        uint32_t n = (uint32_t) c->modules[i]->ep_name_len;
+        memcpy(p, &n, sizeof(n));
+        memcpy(p + sizeof(n), c->modules[i]->ep_name, n);
+        p += sizeof(n) + n;
+    }
+    OPAL_MODEX_SEND(rc, PMIX_GLOBAL, &c->super.btl_version, hdr, size);
+    free(hdr);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Peers                                                               */
+
+int mca_btl_ofi_peers_init(mca_btl_ofi_module_t *module)
+{
+    OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
+    OBJ_CONSTRUCT(&module->peers, opal_hash_table_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&module->peers, 256)) {
+        mca_btl_ofi_peers_fini(module);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_peers_fini(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_endpoint_t *endpoint, *next;
+
+    OPAL_LIST_FOREACH_SAFE(endpoint, next, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        opal_list_remove_item(&module->endpoints, &endpoint->super);
+        OBJ_RELEASE(endpoint);
+    }
+    OBJ_DESTRUCT(&module->endpoints);
+    OBJ_DESTRUCT(&module->peers);
+    OBJ_DESTRUCT(&module->lock);
+}
+
+static uint64_t name_key(opal_process_name_t name)
+{
+    uint64_t key;
+    memcpy(&key, &name, sizeof(key));
+    return key;
+}
+
+static void show_unreachable(mca_btl_ofi_module_t *module, opal_proc_t *proc, const char *why)
+{
+    opal_show_help("help-mpi-btl-ofi.txt", "peer unreachable", true, opal_process_info.nodename,
+                   OPAL_NAME_PRINT(proc->proc_name), module->device_name, why);
+}
+
+static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opal_proc_t *proc)
+{
+    mca_btl_ofi_endpoint_t *endpoint = NULL;
+    const void *name;
+    const char *why = NULL;
+    void *blob = NULL;
+    size_t size = 0, len;
+    fi_addr_t addr = FI_ADDR_UNSPEC;
+    int rc;
+
+    MCA_BTL_OFI_ASSERT_LOCKED(&module->lock);
+    OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name, &blob, &size);
+    if (OPAL_SUCCESS != rc) {
+        MCA_BTL_OFI_VERBOSE(10, "no endpoint data from %s", OPAL_NAME_PRINT(proc->proc_name));
+        return NULL;
+    }
+    if (0
+        != mca_btl_ofi_modex_parse(blob, size, mca_btl_ofi_component.provider_name,
+                                   module->module_index, &name, &len, &why)) {
+        show_unreachable(module, proc, why);
+        goto out;
+    }
+    rc = fi_av_insert(module->av, name, 1, &addr, 0, NULL);
+    if (1 != rc) {
+        show_unreachable(module, proc, rc < 0 ? fi_strerror(-rc) : "fi_av_insert inserted nothing");
+        goto out;
+    }
+    if (module->is_scalable_ep) {
+        addr = fi_rx_addr(addr, 0, module->rx_ctx_bits);
+    }
+    endpoint = OBJ_NEW(mca_btl_ofi_endpoint_t);
+    if (NULL == endpoint) {
+        (void) fi_av_remove(module->av, &addr, 1, 0);
+        goto out;
+    }
+    endpoint->proc = proc;
+    endpoint->addr = addr;
+    endpoint->module = module;
+    endpoint->reachable = true;
+
+out:
+    free(blob);
+    return endpoint;
+}
+
+int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                          mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+
+    OPAL_THREAD_LOCK(&module->lock);
+    for (size_t i = 0; i < nprocs; ++i) {
+        mca_btl_ofi_endpoint_t *endpoint = NULL;
+        uint64_t key = name_key(procs[i]->proc_name);
+
+        if (OPAL_SUCCESS
+            != opal_hash_table_get_value_uint64(&module->peers, key, (void **) &endpoint)) {
+            endpoint = create_endpoint(module, procs[i]);
+            if (NULL == endpoint) {
+                peers[i] = NULL;
+                continue;
+            }
+            opal_list_append(&module->endpoints, &endpoint->super);
+            opal_hash_table_set_value_uint64(&module->peers, key, endpoint);
+        }
+        peers[i] = endpoint;
+        if (NULL != reachable) {
+            (void) opal_bitmap_set_bit(reachable, (int) i);
+        }
+    }
+    OPAL_THREAD_UNLOCK(&module->lock);
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                          mca_btl_base_endpoint_t **peers)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+
+    OPAL_THREAD_LOCK(&module->lock);
+    for (size_t i = 0; i < nprocs; ++i) {
+        mca_btl_ofi_endpoint_t *endpoint = NULL;
+        uint64_t key = name_key(procs[i]->proc_name);
+
+        if (OPAL_SUCCESS
+            != opal_hash_table_get_value_uint64(&module->peers, key, (void **) &endpoint)) {
+            continue;
+        }
+        if (NULL != peers && NULL != peers[i] && peers[i] != endpoint) {
+            continue;
+        }
+        (void) opal_hash_table_remove_value_uint64(&module->peers, key);
+        opal_list_remove_item(&module->endpoints, &endpoint->super);
+        /* operations still in flight name this address; leave it in the AV
+         * until the module closes rather than racing them */
+        OBJ_RELEASE(endpoint);
+    }
+    OPAL_THREAD_UNLOCK(&module->lock);
+    return OPAL_SUCCESS;
+}
+
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *module, uint32_t vpid)
+{
+    opal_process_name_t name = OPAL_PROC_MY_NAME;
+    mca_btl_ofi_endpoint_t *endpoint = NULL;
+
+    name.vpid = vpid;
+    OPAL_THREAD_LOCK(&module->lock);
+    (void) opal_hash_table_get_value_uint64(&module->peers, name_key(name), (void **) &endpoint);
+    OPAL_THREAD_UNLOCK(&module->lock);
+    return endpoint;
+}
