@@ -165,10 +165,14 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_endpoint_t);
 /**
  * Completes one operation: called by progress, without the context lock,
  * for each completion the CQ reports (@p len: bytes received, receives
- * only) and for operations their owner failed for good.
+ * only) and for operations their owner failed for good.  The progress
+ * thread passes @p may_call_up false: a completion that would call the
+ * layer above (osc/rdma, ob1) then does nothing and returns false, and
+ * progress parks it for the application's next progress call.  Returns
+ * true when the operation is done with.
  */
-typedef void (*mca_btl_ofi_complete_fn_t)(struct mca_btl_ofi_ctx_hdr_t *hdr, size_t len,
-                                          int status);
+typedef bool (*mca_btl_ofi_complete_fn_t)(struct mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status,
+                                          bool may_call_up);
 
 /** Leads every object whose address libfabric hands back as op_context. */
 typedef struct mca_btl_ofi_ctx_hdr_t {
@@ -249,8 +253,8 @@ typedef struct mca_btl_ofi_event_t {
     int status;                 /**< OPAL_SUCCESS or the error the provider reported */
 } mca_btl_ofi_event_t;
 
-#define MCA_BTL_OFI_DEFERRED_MAX 512 /**< completions parked by posting paths */
-#define MCA_BTL_OFI_FAILED_MAX   8   /**< operations one work-hook call may fail */
+#define MCA_BTL_OFI_DEFERRED_INITIAL 512 /**< first size of a context's parked ring */
+#define MCA_BTL_OFI_FAILED_MAX       8   /**< operations one work-hook call may fail */
 
 /**
  * Work a context's owner wants done under the context lock before its CQ
@@ -280,12 +284,19 @@ typedef struct mca_btl_ofi_context_t {
     opal_mutex_t lock;
     /** 1 while one thread reads this CQ and hands its completions out (atomic) */
     opal_atomic_int32_t delivering;
-    /** completions read by posting paths, whose callbacks wait for the
-     * next progress call: a ring; guarded by lock */
-    mca_btl_ofi_event_t deferred[MCA_BTL_OFI_DEFERRED_MAX];
+    /** completions read by posting paths or the progress thread, whose
+     * callbacks wait for the application's next progress call: a ring
+     * that grows when full (each entry is an operation of ours, so it is
+     * bounded by what is posted); guarded by lock */
+    mca_btl_ofi_event_t *deferred;
+    int deferred_size;               /**< entries of deferred; guarded by lock */
     int deferred_head;               /**< oldest parked completion; guarded by lock */
     int deferred_count;              /**< parked completions; guarded by lock */
     opal_atomic_int64_t outstanding; /**< one-sided operations posted, not completed (atomic) */
+    /** progress calls of the application's threads; they only add to it,
+     * the progress thread only reads it (a change is all it looks for) */
+    volatile uint64_t app_progress;
+    uint64_t thread_seen; /**< app_progress at the progress thread's last look; its own */
 
     /* btl_ofi_rdma.c */
     opal_free_list_t comps; /**< one-sided operations; thread-safe by itself */
@@ -365,7 +376,12 @@ typedef struct mca_btl_ofi_component_t {
     int max_nics;                /**< at most this many modules */
     int mr_cache_max;            /**< registrations a module keeps, cached ones included */
     int output;                  /**< our verbose stream (common/ofi's) */
-    size_t max_send_size;        /**< two-sided buffer size */
+    int progress_thread;         /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
+    int progress_idle_us;        /**< app idle time after which the thread steps in */
+    /** our locks and atomics are real: Open MPI runs threads or we run
+     * our progress thread; set at init */
+    bool threaded;
+    size_t max_send_size; /**< two-sided buffer size */
     /** modules open; written by init and module finalize, which Open MPI
      * runs on one thread */
     int module_count;
@@ -381,6 +397,43 @@ OPAL_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
 #define MCA_BTL_OFI_VERBOSE(level, ...)                                                            \
     opal_output_verbose(level, mca_btl_ofi_component.output, "btl:ofi: " __VA_ARGS__)
 
+/* Locks, atomics and free lists of ours are real exactly when someone else
+ * may be in the component at the same time (mca_btl_ofi_component.threaded):
+ * Open MPI's own choice, opal_using_threads(), is not enough once our
+ * progress thread runs under MPI_THREAD_SINGLE. */
+static inline bool mca_btl_ofi_threaded(void)
+{
+    return mca_btl_ofi_component.threaded;
+}
+
+static inline void mca_btl_ofi_lock(opal_mutex_t *lock)
+{
+    if (mca_btl_ofi_threaded()) {
+        opal_mutex_lock(lock);
+    }
+}
+
+static inline void mca_btl_ofi_unlock(opal_mutex_t *lock)
+{
+    if (mca_btl_ofi_threaded()) {
+        opal_mutex_unlock(lock);
+    }
+}
+
+static inline opal_free_list_item_t *mca_btl_ofi_list_get(opal_free_list_t *list)
+{
+    return mca_btl_ofi_threaded() ? opal_free_list_get_mt(list) : opal_free_list_get_st(list);
+}
+
+static inline void mca_btl_ofi_list_return(opal_free_list_t *list, opal_free_list_item_t *item)
+{
+    if (mca_btl_ofi_threaded()) {
+        opal_free_list_return_mt(list, item);
+    } else {
+        opal_free_list_return_st(list, item);
+    }
+}
+
 /*
  * Lock assertions.  A debug build of Open MPI, or a build with
  * MCA_BTL_OFI_CHECK_LOCKS (the sanitizer lane's), checks that a lock is
@@ -390,7 +443,7 @@ OPAL_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
 #if OPAL_ENABLE_DEBUG || defined(MCA_BTL_OFI_CHECK_LOCKS)
 static inline bool mca_btl_ofi_lock_held(opal_mutex_t *lock)
 {
-    if (!opal_using_threads()) {
+    if (!mca_btl_ofi_threaded()) {
         return true;
     }
     if (0 == opal_mutex_trylock(lock)) {
@@ -457,6 +510,10 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context);
 void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context);
 /** Progress every context of every module: the component's progress. */
 int mca_btl_ofi_progress(void);
+/** Start the progress thread over the open modules (component init). */
+int mca_btl_ofi_progress_thread_start(void);
+/** Stop and join it; does nothing when it is not running. */
+void mca_btl_ofi_progress_thread_stop(void);
 /** Progress every context of one module; returns the completions handed out. */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 
@@ -544,11 +601,17 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
 typedef void (*mca_btl_ofi_msg_handler_fn_t)(mca_btl_ofi_module_t *module,
                                              const mca_btl_ofi_am_hdr_t *hdr, size_t len);
 
+/** The receiver of one message kind. */
+typedef struct mca_btl_ofi_msg_handler_t {
+    mca_btl_ofi_msg_handler_fn_t fn; /**< NULL: the kind is dropped */
+    bool calls_up;                   /**< calls the layer above: never from the progress thread */
+} mca_btl_ofi_msg_handler_t;
+
 /**
  * Receivers of each message kind.  frag.c fills MCA_BTL_OFI_KIND_AM (the
  * layer above's active messages); btl_ofi_atomics.c fills its own kinds.
  */
-extern mca_btl_ofi_msg_handler_fn_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_MAX];
+extern mca_btl_ofi_msg_handler_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_MAX];
 
 /** Fragment lists and receive buffers of one context (two-sided modules). */
 int mca_btl_ofi_frag_context_init(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context);
@@ -572,7 +635,7 @@ int mca_btl_ofi_frag_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_fra
 static inline void mca_btl_ofi_count(mca_btl_ofi_module_t *module, mca_btl_ofi_counter_t which,
                                      uint64_t value)
 {
-    if (opal_using_threads()) {
+    if (mca_btl_ofi_threaded()) {
         (void) opal_atomic_fetch_add_64((opal_atomic_int64_t *) &module->counters[which],
                                         (int64_t) value);
     } else {
@@ -582,7 +645,7 @@ static inline void mca_btl_ofi_count(mca_btl_ofi_module_t *module, mca_btl_ofi_c
 
 static inline int64_t mca_btl_ofi_add64(opal_atomic_int64_t *where, int64_t value)
 {
-    if (opal_using_threads()) {
+    if (mca_btl_ofi_threaded()) {
         return opal_atomic_add_fetch_64(where, value);
     }
     *where += value;

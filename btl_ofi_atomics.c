@@ -181,9 +181,9 @@ void mca_btl_ofi_regions_add(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *re
     if (!module->emulate_atomics) {
         return;
     }
-    OPAL_THREAD_LOCK(&module->lock);
+    mca_btl_ofi_lock(&module->lock);
     (void) opal_hash_table_set_value_uint64(&module->regions, reg->handle.rkey, reg);
-    OPAL_THREAD_UNLOCK(&module->lock);
+    mca_btl_ofi_unlock(&module->lock);
 }
 
 void mca_btl_ofi_regions_remove(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg)
@@ -193,12 +193,12 @@ void mca_btl_ofi_regions_remove(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t 
     if (!module->emulate_atomics) {
         return;
     }
-    OPAL_THREAD_LOCK(&module->lock);
+    mca_btl_ofi_lock(&module->lock);
     if (OPAL_SUCCESS == opal_hash_table_get_value_uint64(&module->regions, reg->handle.rkey, &found)
         && found == reg) {
         (void) opal_hash_table_remove_value_uint64(&module->regions, reg->handle.rkey);
     }
-    OPAL_THREAD_UNLOCK(&module->lock);
+    mca_btl_ofi_unlock(&module->lock);
 }
 
 static bool region_allows(mca_btl_ofi_module_t *module, uint64_t rkey, uint64_t address,
@@ -207,14 +207,14 @@ static bool region_allows(mca_btl_ofi_module_t *module, uint64_t rkey, uint64_t 
     mca_btl_ofi_reg_t *reg = NULL;
     bool ok = false;
 
-    OPAL_THREAD_LOCK(&module->lock);
+    mca_btl_ofi_lock(&module->lock);
     if (OPAL_SUCCESS == opal_hash_table_get_value_uint64(&module->regions, rkey, (void **) &reg)) {
         uintptr_t base = (uintptr_t) reg->base.base, bound = (uintptr_t) reg->base.bound;
         ok = (reg->base.access_flags
               & (MCA_RCACHE_ACCESS_REMOTE_WRITE | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))
              && address >= base && address + size - 1 <= bound && address + size > address;
     }
-    OPAL_THREAD_UNLOCK(&module->lock);
+    mca_btl_ofi_unlock(&module->lock);
     return ok;
 }
 
@@ -375,7 +375,7 @@ static void take_reply(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t 
     memcpy(&reply, hdr + 1, sizeof(reply));
     comp = (mca_btl_ofi_comp_t *) (uintptr_t) reply.request;
     comp->operands[2] = reply.result;
-    comp->ctx.complete(&comp->ctx, 0, reply.status);
+    (void) comp->ctx.complete(&comp->ctx, 0, reply.status, true);
 }
 
 static int send_request(mca_btl_ofi_comp_t *comp, enum fi_op op, enum fi_datatype dt,
@@ -591,8 +591,13 @@ static int apply_at_target(mca_btl_ofi_module_t *module)
         OBJ_DESTRUCT(&module->regions);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_ATOMIC_REQUEST] = serve_request;
-    mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_ATOMIC_REPLY] = take_reply;
+    /* a request is served by the target alone, even from the progress
+     * thread; the answer completes the origin's operation, which calls
+     * osc/rdma */
+    mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_ATOMIC_REQUEST] =
+        (mca_btl_ofi_msg_handler_t){ serve_request, false };
+    mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_ATOMIC_REPLY] =
+        (mca_btl_ofi_msg_handler_t){ take_reply, true };
     module->emulate_atomics = true;
     module->super.btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
                                      | MCA_BTL_ATOMIC_SUPPORTS_OR | MCA_BTL_ATOMIC_SUPPORTS_XOR

@@ -33,7 +33,8 @@
 
 #include "btl_ofi.h"
 
-static char *progress_mode_param; /* owned by the MCA variable system */
+static char *progress_mode_param;   /* owned by the MCA variable system */
+static char *progress_thread_param; /* owned by the MCA variable system */
 static int progress_mode = FI_PROGRESS_MANUAL;
 
 static void register_pvars(void);
@@ -77,6 +78,19 @@ static int mca_btl_ofi_component_register(void)
         "too; falls back to the provider's own when it cannot do manual), auto or unspec",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &progress_mode_param);
+    progress_thread_param = "auto";
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "progress_thread",
+        "A thread that drives the provider when no application thread has called into MPI for "
+        "btl_ofi_progress_idle_us, so that one-sided operations complete while their target "
+        "computes: auto (default: unless the provider moves data on its own), on or off",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &progress_thread_param);
+    (void) register_int("progress_idle_us",
+                        "How often the progress thread looks, and so how long a context goes "
+                        "without the application's progress before the thread drives it, in "
+                        "microseconds (10..1000000)",
+                        &c->progress_idle_us, 100);
     (void) register_int("num_contexts_per_module",
                         "Communication contexts (TX/RX pairs) per module; more than 1 needs a "
                         "scalable endpoint and is clamped to what the domain offers (1..64)",
@@ -172,6 +186,14 @@ static int check_params(void)
     check_int_param("btl_ofi_max_nics", &c->max_nics, 1, MCA_BTL_OFI_MAX_MODULES_LIMIT);
     check_int_param("btl_ofi_mr_cache_max", &c->mr_cache_max, 0, 1000000);
 
+    check_int_param("btl_ofi_progress_idle_us", &c->progress_idle_us, 10, 1000000);
+    c->progress_thread = mca_btl_ofi_parse_progress_thread(progress_thread_param);
+    if (c->progress_thread < 0) {
+        opal_show_help("help-mpi-btl-ofi.txt", "bad progress thread", true,
+                       opal_process_info.nodename, progress_thread_param);
+        c->progress_thread = MCA_BTL_OFI_PROGRESS_THREAD_AUTO;
+    }
+
     progress_mode = mca_btl_ofi_parse_progress_mode(progress_mode_param);
     if (progress_mode < 0) {
         opal_show_help("help-mpi-btl-ofi.txt", "bad progress mode", true,
@@ -241,6 +263,7 @@ static int mca_btl_ofi_component_open(void)
 
 static int mca_btl_ofi_component_close(void)
 {
+    mca_btl_ofi_progress_thread_stop();
     free(mca_btl_ofi_component.provider_name);
     mca_btl_ofi_component.provider_name = NULL;
     /* Closing the modules joined every provider thread already: nothing to
@@ -487,6 +510,32 @@ static int open_modules(struct fi_info **nics, int count)
     return c->module_count > 0 ? OPAL_SUCCESS : OPAL_ERR_NOT_AVAILABLE;
 }
 
+/* The thread is decided per provider: one that moves data on its own
+ * needs none.  Without it, progress stays the application's alone. */
+static void start_progress_thread(bool provider_thread_safe)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    const char *why = NULL;
+    bool was_threaded = c->threaded;
+
+    if (!mca_btl_ofi_progress_thread_wanted(
+            c->progress_thread, c->modules[0]->info->domain_attr->data_progress, &why)) {
+        MCA_BTL_OFI_VERBOSE(1, "no progress thread: %s", why);
+        return;
+    }
+    if (!provider_thread_safe) {
+        MCA_BTL_OFI_VERBOSE(1, "no progress thread: the provider was not opened thread-safe");
+        return;
+    }
+    c->threaded = true;
+    if (OPAL_SUCCESS != mca_btl_ofi_progress_thread_start()) {
+        c->threaded = was_threaded;
+        return;
+    }
+    MCA_BTL_OFI_VERBOSE(1, "progress thread on: %s; it steps in after %d us without progress", why,
+                        c->progress_idle_us);
+}
+
 static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                                                           bool enable_progress_threads,
                                                           bool enable_mpi_threads)
@@ -498,9 +547,8 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     const char *prov;
     uint64_t caps = 0;
     int count;
-    bool threads = enable_mpi_threads || enable_progress_threads;
+    bool threads;
 
-    (void) enable_progress_threads;
     *num_btl_modules = 0;
     c->output = opal_common_ofi.output;
     c->module_count = 0;
@@ -512,6 +560,9 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     if (OPAL_SUCCESS != check_params()) {
         return NULL;
     }
+    c->threaded = enable_mpi_threads || enable_progress_threads || opal_using_threads();
+    /* the provider is asked for thread safety whenever our thread may run */
+    threads = c->threaded || MCA_BTL_OFI_PROGRESS_THREAD_OFF != c->progress_thread;
 
     filter.one_node = job_on_one_node();
     filter.include = (NULL != opal_common_ofi.prov_include) ? *opal_common_ofi.prov_include : NULL;
@@ -560,6 +611,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     if (OPAL_SUCCESS != mca_btl_ofi_modex_send()) {
         goto out;
     }
+    start_progress_thread(threads);
 
     result = calloc(c->module_count, sizeof(*result));
     if (NULL == result) {

@@ -22,11 +22,27 @@
  * Parked completions are handed out first, so their order is kept.  What
  * a completion means is its owner's business: nothing here names rdma,
  * atomics or fragments.
+ *
+ * The progress thread.  With manual progress nothing moves unless someone
+ * calls the provider, and a passive target that computes, sleeps or spins
+ * on its own window (osc/rdma does a compare-and-swap on the local rank in
+ * place) calls nobody.  One thread per process wakes every
+ * btl_ofi_progress_idle_us and looks at each context: if no application
+ * thread progressed it since the last look, it drives the provider itself
+ * (progress_async).  It runs our own completions (receive buffers, atomics
+ * the target applies) and parks those that would call the layer above,
+ * which the application then gets at its next progress call in CQ order;
+ * the per-context "delivering" flag keeps one deliverer at a time.  It
+ * never takes a lock the application holds for long: a context it cannot
+ * lock at once is left for the next look.
  */
 
 #include "opal_config.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "btl_ofi.h"
 
@@ -109,6 +125,9 @@ static void release_context(mca_btl_ofi_context_t *context)
         fi_close(&context->cq->fid);
         context->cq = NULL;
     }
+    free(context->deferred);
+    context->deferred = NULL;
+    context->deferred_size = 0;
     OBJ_DESTRUCT(&context->pending_sends);
     OBJ_DESTRUCT(&context->unposted_recvs);
     OBJ_DESTRUCT(&context->lock);
@@ -210,6 +229,12 @@ int mca_btl_ofi_contexts_init(mca_btl_ofi_module_t *module)
         context->index = i;
         context->module = module;
         module->num_contexts = i + 1;
+        context->deferred = calloc(MCA_BTL_OFI_DEFERRED_INITIAL, sizeof(*context->deferred));
+        if (NULL == context->deferred) {
+            mca_btl_ofi_contexts_fini(module);
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        context->deferred_size = MCA_BTL_OFI_DEFERRED_INITIAL;
         if (OPAL_SUCCESS != open_cq(module, context)) {
             mca_btl_ofi_contexts_fini(module);
             return OPAL_ERROR;
@@ -265,14 +290,7 @@ void mca_btl_ofi_contexts_close(mca_btl_ofi_module_t *module)
 
 static inline bool context_trylock(mca_btl_ofi_context_t *context)
 {
-    return !opal_using_threads() || 0 == opal_mutex_trylock(&context->lock);
-}
-
-static inline void context_unlock(mca_btl_ofi_context_t *context)
-{
-    if (opal_using_threads()) {
-        opal_mutex_unlock(&context->lock);
-    }
+    return !mca_btl_ofi_threaded() || 0 == opal_mutex_trylock(&context->lock);
 }
 
 static int error_status(const struct fi_cq_err_entry *err)
@@ -336,20 +354,48 @@ static int take_parked(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *out,
     MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
     while (n < max && context->deferred_count > 0) {
         out[n++] = context->deferred[context->deferred_head];
-        context->deferred_head = (context->deferred_head + 1) % MCA_BTL_OFI_DEFERRED_MAX;
+        context->deferred_head = (context->deferred_head + 1) % context->deferred_size;
         --context->deferred_count;
     }
     return n;
 }
 
-static void park(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *events, int n)
+/* Doubles the ring, its oldest entry first; false when out of memory. */
+static bool grow_parked(mca_btl_ofi_context_t *context)
+{
+    int size = context->deferred_size * 2;
+    mca_btl_ofi_event_t *ring = calloc((size_t) size, sizeof(*ring));
+
+    if (NULL == ring) {
+        return false;
+    }
+    for (int i = 0; i < context->deferred_count; ++i) {
+        ring[i] = context->deferred[(context->deferred_head + i) % context->deferred_size];
+    }
+    free(context->deferred);
+    context->deferred = ring;
+    context->deferred_size = size;
+    context->deferred_head = 0;
+    return true;
+}
+
+/* Returns how many were parked: all of them unless memory ran out, when
+ * the rest are lost (and said so). */
+static int park(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *events, int n)
 {
     MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
     for (int i = 0; i < n; ++i) {
-        int slot = (context->deferred_head + context->deferred_count) % MCA_BTL_OFI_DEFERRED_MAX;
+        int slot;
+        if (context->deferred_count == context->deferred_size && !grow_parked(context)) {
+            MCA_BTL_OFI_VERBOSE(1, "context %d: no memory to park %d completions", context->index,
+                                n - i);
+            return i;
+        }
+        slot = (context->deferred_head + context->deferred_count) % context->deferred_size;
         context->deferred[slot] = events[i];
         ++context->deferred_count;
     }
+    return n;
 }
 
 /*
@@ -362,12 +408,12 @@ static void park(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *even
  */
 static inline bool delivery_begin(mca_btl_ofi_context_t *context)
 {
-    return !opal_using_threads() || 0 == opal_atomic_swap_32(&context->delivering, 1);
+    return !mca_btl_ofi_threaded() || 0 == opal_atomic_swap_32(&context->delivering, 1);
 }
 
 static inline void delivery_end(mca_btl_ofi_context_t *context)
 {
-    if (opal_using_threads()) {
+    if (mca_btl_ofi_threaded()) {
         opal_atomic_wmb();
         context->delivering = 0;
     }
@@ -397,11 +443,49 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     parked = take_parked(context, events + n, batch);
     n += parked;
     n += read_cq(context, events + n, batch - parked);
-    context_unlock(context);
+    mca_btl_ofi_unlock(&context->lock);
 
     /* callbacks run without our lock: they may post new operations */
     for (int i = 0; i < n; ++i) {
-        events[i].hdr->complete(events[i].hdr, events[i].len, events[i].status);
+        (void) events[i].hdr->complete(events[i].hdr, events[i].len, events[i].status, true);
+    }
+    delivery_end(context);
+    return n;
+}
+
+/*
+ * The progress thread's pass over one context: the work hook and one batch
+ * of the CQ, our own completions run here, the others parked behind any
+ * already parked.  Parked completions are left alone: they wait for an
+ * application thread.
+ */
+static int progress_async(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_event_t events[MCA_BTL_OFI_FAILED_MAX + MCA_BTL_OFI_CQ_BATCH_LIMIT];
+    int n = 0, kept = 0;
+
+    if (!delivery_begin(context)) {
+        return 0;
+    }
+    if (!context_trylock(context)) {
+        delivery_end(context);
+        return 0;
+    }
+    if (OPAL_UNLIKELY(work_due(context))) {
+        n = context->work(context, events, MCA_BTL_OFI_FAILED_MAX);
+    }
+    n += read_cq(context, events + n, mca_btl_ofi_component.num_cq_read);
+    mca_btl_ofi_unlock(&context->lock);
+
+    for (int i = 0; i < n; ++i) {
+        if (!events[i].hdr->complete(events[i].hdr, events[i].len, events[i].status, false)) {
+            events[kept++] = events[i];
+        }
+    }
+    if (kept > 0) {
+        mca_btl_ofi_lock(&context->lock);
+        (void) park(context, events, kept);
+        mca_btl_ofi_unlock(&context->lock);
     }
     delivery_end(context);
     return n;
@@ -415,13 +499,13 @@ void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
     if (!context_trylock(context)) {
         return;
     }
-    room = MCA_BTL_OFI_DEFERRED_MAX - context->deferred_count;
+    room = context->deferred_size - context->deferred_count;
     if (room > mca_btl_ofi_component.num_cq_read) {
         room = mca_btl_ofi_component.num_cq_read;
     }
     n = read_cq(context, events, room);
     park(context, events, n);
-    context_unlock(context);
+    mca_btl_ofi_unlock(&context->lock);
 }
 
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
@@ -429,7 +513,10 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     int events = 0;
 
     for (int i = 0; i < module->num_contexts; ++i) {
-        events += mca_btl_ofi_context_progress(module->contexts + i);
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        /* only a change matters: an increment lost to a race is harmless */
+        context->app_progress = context->app_progress + 1;
+        events += mca_btl_ofi_context_progress(context);
     }
     return events;
 }
@@ -442,4 +529,108 @@ int mca_btl_ofi_progress(void)
         events += mca_btl_ofi_progress_module(mca_btl_ofi_component.modules[m]);
     }
     return events;
+}
+
+/* ------------------------------------------------------------------ */
+/* The progress thread                                                 */
+
+static struct {
+    pthread_t thread;
+    pthread_mutex_t lock; /**< guards stop, for the condition */
+    pthread_cond_t wake;  /**< signalled to stop at once */
+    bool running;         /**< created and not joined; the application's side */
+    bool stop;            /**< guarded by lock */
+} progress_thread = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* A context the application did not progress since the last look. */
+static void look_at(mca_btl_ofi_context_t *context)
+{
+    uint64_t seen = context->app_progress;
+
+    if (seen == context->thread_seen) {
+        (void) progress_async(context);
+    }
+    context->thread_seen = seen;
+}
+
+static void deadline_after_us(struct timespec *when, int us)
+{
+    clock_gettime(CLOCK_MONOTONIC, when);
+    when->tv_nsec += (long) us * 1000;
+    while (when->tv_nsec >= 1000000000L) {
+        when->tv_nsec -= 1000000000L;
+        ++when->tv_sec;
+    }
+}
+
+static void *progress_thread_main(void *arg)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    struct timespec when;
+
+    (void) arg;
+    pthread_mutex_lock(&progress_thread.lock);
+    while (!progress_thread.stop) {
+        deadline_after_us(&when, c->progress_idle_us);
+        while (
+            !progress_thread.stop
+            && ETIMEDOUT
+                   != pthread_cond_timedwait(&progress_thread.wake, &progress_thread.lock, &when)) {
+        }
+        if (progress_thread.stop) {
+            break;
+        }
+        pthread_mutex_unlock(&progress_thread.lock);
+        for (int m = 0; m < c->module_count; ++m) {
+            for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
+                look_at(c->modules[m]->contexts + i);
+            }
+        }
+        pthread_mutex_lock(&progress_thread.lock);
+    }
+    pthread_mutex_unlock(&progress_thread.lock);
+    return NULL;
+}
+
+int mca_btl_ofi_progress_thread_start(void)
+{
+    pthread_condattr_t attr;
+    int rc;
+
+    if (progress_thread.running) {
+        return OPAL_SUCCESS;
+    }
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(&progress_thread.wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (0 != rc) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    progress_thread.stop = false;
+    rc = pthread_create(&progress_thread.thread, NULL, progress_thread_main, NULL);
+    if (0 != rc) {
+        pthread_cond_destroy(&progress_thread.wake);
+        MCA_BTL_OFI_VERBOSE(1, "no progress thread: pthread_create failed: %s", strerror(rc));
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    progress_thread.running = true;
+    MCA_BTL_OFI_VERBOSE(10, "progress thread started (steps in after %d us without progress)",
+                        mca_btl_ofi_component.progress_idle_us);
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_progress_thread_stop(void)
+{
+    if (!progress_thread.running) {
+        return;
+    }
+    pthread_mutex_lock(&progress_thread.lock);
+    progress_thread.stop = true;
+    pthread_cond_signal(&progress_thread.wake);
+    pthread_mutex_unlock(&progress_thread.lock);
+    pthread_join(progress_thread.thread, NULL);
+    pthread_cond_destroy(&progress_thread.wake);
+    progress_thread.running = false;
+    MCA_BTL_OFI_VERBOSE(10, "progress thread stopped");
 }

@@ -206,7 +206,7 @@ int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
-    OPAL_THREAD_LOCK(&module->lock);
+    mca_btl_ofi_lock(&module->lock);
     for (size_t i = 0; i < nprocs; ++i) {
         mca_btl_ofi_endpoint_t *endpoint = NULL;
         uint64_t key = name_key(procs[i]->proc_name);
@@ -226,7 +226,7 @@ int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
             (void) opal_bitmap_set_bit(reachable, (int) i);
         }
     }
-    OPAL_THREAD_UNLOCK(&module->lock);
+    mca_btl_ofi_unlock(&module->lock);
     return OPAL_SUCCESS;
 }
 
@@ -235,7 +235,7 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
-    OPAL_THREAD_LOCK(&module->lock);
+    mca_btl_ofi_lock(&module->lock);
     for (size_t i = 0; i < nprocs; ++i) {
         mca_btl_ofi_endpoint_t *endpoint = NULL;
         uint64_t key = name_key(procs[i]->proc_name);
@@ -253,7 +253,7 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
          * until the module closes rather than racing them */
         OBJ_RELEASE(endpoint);
     }
-    OPAL_THREAD_UNLOCK(&module->lock);
+    mca_btl_ofi_unlock(&module->lock);
     return OPAL_SUCCESS;
 }
 
@@ -263,8 +263,8 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *modu
     mca_btl_ofi_endpoint_t *endpoint = NULL;
 
     name.vpid = vpid;
-    OPAL_THREAD_LOCK(&module->lock);
+    mca_btl_ofi_lock(&module->lock);
     (void) opal_hash_table_get_value_uint64(&module->peers, name_key(name), (void **) &endpoint);
-    OPAL_THREAD_UNLOCK(&module->lock);
+    mca_btl_ofi_unlock(&module->lock);
     return endpoint;
 }

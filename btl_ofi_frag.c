@@ -29,8 +29,8 @@
 
 #define BTL_OFI_SEND_RETRIES 8
 
-static void send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status);
-static void recv_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status);
+static bool send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up);
+static bool recv_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up);
 static int frag_work(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *failed, int max);
 
 static inline mca_btl_ofi_frag_t *frag_of(mca_btl_ofi_ctx_hdr_t *hdr)
@@ -87,7 +87,7 @@ static int init_frag_list(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *c
 
 static inline void frag_return(mca_btl_ofi_frag_t *frag)
 {
-    opal_free_list_return(&frag->list->list, &frag->base.super);
+    mca_btl_ofi_list_return(&frag->list->list, &frag->base.super);
 }
 
 static int post_recv(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t *frag)
@@ -125,7 +125,7 @@ static int post_receive_buffers(mca_btl_ofi_context_t *context, int count)
 {
     for (int i = 0; i < count; ++i) {
         mca_btl_ofi_frag_t *frag =
-            (mca_btl_ofi_frag_t *) opal_free_list_get(&context->recv_frags.list);
+            (mca_btl_ofi_frag_t *) mca_btl_ofi_list_get(&context->recv_frags.list);
         int rc;
 
         if (NULL == frag) {
@@ -250,19 +250,18 @@ static void deliver_am(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t 
     }
 }
 
-mca_btl_ofi_msg_handler_fn_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_MAX] = {
-    [MCA_BTL_OFI_KIND_AM] = deliver_am,
+mca_btl_ofi_msg_handler_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_MAX] = {
+    [MCA_BTL_OFI_KIND_AM] = { deliver_am, true },
 };
 
-static void deliver(mca_btl_ofi_frag_t *frag, size_t len)
+static const mca_btl_ofi_msg_handler_t *handler_of(const mca_btl_ofi_frag_t *frag)
 {
     uint8_t kind = frag->hdr->kind;
 
-    if (OPAL_LIKELY(kind < MCA_BTL_OFI_KIND_MAX && NULL != mca_btl_ofi_msg_handlers[kind])) {
-        mca_btl_ofi_msg_handlers[kind](frag->module, frag->hdr, len);
-    } else {
-        MCA_BTL_OFI_VERBOSE(1, "dropped a message of unknown kind %d", kind);
+    if (OPAL_LIKELY(kind < MCA_BTL_OFI_KIND_MAX && NULL != mca_btl_ofi_msg_handlers[kind].fn)) {
+        return mca_btl_ofi_msg_handlers + kind;
     }
+    return NULL;
 }
 
 static void send_done(mca_btl_ofi_frag_t *frag, int status)
@@ -289,13 +288,13 @@ static void repost_or_park(mca_btl_ofi_frag_t *frag)
     mca_btl_ofi_context_t *context = frag->context;
     int rc;
 
-    OPAL_THREAD_LOCK(&context->lock);
+    mca_btl_ofi_lock(&context->lock);
     rc = (0 == context->unposted_count) ? post_recv(context, frag) : OPAL_ERR_OUT_OF_RESOURCE;
     if (OPAL_SUCCESS != rc) {
         opal_list_append(&context->unposted_recvs, &frag->base.super.super);
         ++context->unposted_count;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    mca_btl_ofi_unlock(&context->lock);
 }
 
 static void repost_receives(mca_btl_ofi_context_t *context)
@@ -314,23 +313,35 @@ static void repost_receives(mca_btl_ofi_context_t *context)
 
 /* Also the end of a send that failed for good in frag_work, which left
  * its place in the window for this to give back. */
-static void send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status)
+static bool send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
 {
     mca_btl_ofi_frag_t *frag = frag_of(hdr);
 
     (void) len;
+    if (!may_call_up && NULL != frag->base.des_cbfunc) {
+        return false;
+    }
     (void) mca_btl_ofi_add64(&frag->tx_context->sends_in_flight, -1);
     send_done(frag, status);
+    return true;
 }
 
-static void recv_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status)
+static bool recv_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
 {
     mca_btl_ofi_frag_t *frag = frag_of(hdr);
 
     if (OPAL_SUCCESS == status && len >= sizeof(mca_btl_ofi_am_hdr_t)) {
-        deliver(frag, len - sizeof(mca_btl_ofi_am_hdr_t));
+        const mca_btl_ofi_msg_handler_t *handler = handler_of(frag);
+        if (NULL == handler) {
+            MCA_BTL_OFI_VERBOSE(1, "dropped a message of unknown kind %d", frag->hdr->kind);
+        } else if (handler->calls_up && !may_call_up) {
+            return false;
+        } else {
+            handler->fn(frag->module, frag->hdr, len - sizeof(mca_btl_ofi_am_hdr_t));
+        }
     }
     repost_or_park(frag);
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -349,7 +360,7 @@ static mca_btl_ofi_frag_t *frag_alloc(mca_btl_ofi_module_t *module,
     /* no progress here: ob1 is in the middle of building its request, and
      * a callback run now could find it half made */
     list = (size <= MCA_BTL_OFI_SMALL_FRAG_PAYLOAD) ? &context->small_frags : &context->send_frags;
-    frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&list->list);
+    frag = (mca_btl_ofi_frag_t *) mca_btl_ofi_list_get(&list->list);
     if (OPAL_UNLIKELY(NULL == frag)) {
         return NULL;
     }
@@ -511,10 +522,10 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
         return OPAL_ERROR;
     }
     frag->post_errors = 0;
-    OPAL_THREAD_LOCK(&context->lock);
+    mca_btl_ofi_lock(&context->lock);
     opal_list_append(&context->pending_sends, &frag->base.super.super);
     ++context->pending_count;
-    OPAL_THREAD_UNLOCK(&context->lock);
+    mca_btl_ofi_unlock(&context->lock);
     return 0;
 }
 

@@ -474,6 +474,8 @@ int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
+    /* the thread walks every module: it stops before the first goes */
+    mca_btl_ofi_progress_thread_stop();
     forget_module(module);
     close_steps(module, BTL_OFI_MODULE_STEPS);
     fi_freeinfo(module->info);

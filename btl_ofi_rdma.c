@@ -69,7 +69,7 @@ static inline void endpoint_op_done(mca_btl_ofi_comp_t *comp)
     (void) mca_btl_ofi_add64(&comp->endpoint->outstanding, -1);
 }
 
-static void comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status)
+static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
 {
     mca_btl_ofi_comp_t *comp =
         (mca_btl_ofi_comp_t *) ((char *) hdr - offsetof(mca_btl_ofi_comp_t, ctx));
@@ -81,6 +81,9 @@ static void comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status)
     void *cbcontext = comp->cbcontext, *cbdata = comp->cbdata;
 
     (void) len;
+    if (!may_call_up) {
+        return false;
+    }
     if (OPAL_SUCCESS != status) {
         MCA_BTL_OFI_VERBOSE(1, "operation to %s failed",
                             NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name)
@@ -90,13 +93,14 @@ static void comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status)
         memcpy(local_address, &comp->operands[2], comp->result_size);
     }
     endpoint_op_done(comp);
-    opal_free_list_return(&comp->context->comps, &comp->super);
+    mca_btl_ofi_list_return(&comp->context->comps, &comp->super);
     if (OPAL_SUCCESS != status) {
         mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_ERROR, 1);
     }
     if (NULL != cbfunc) {
         cbfunc(&module->super, endpoint, local_address, local_handle, cbcontext, cbdata, status);
     }
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -114,7 +118,7 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
     if (OPAL_UNLIKELY(context->outstanding >= mca_btl_ofi_component.progress_threshold)) {
         mca_btl_ofi_context_poll(context);
     }
-    comp = (mca_btl_ofi_comp_t *) opal_free_list_get(&context->comps);
+    comp = (mca_btl_ofi_comp_t *) mca_btl_ofi_list_get(&context->comps);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return NULL;
     }
@@ -161,7 +165,7 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
         mca_btl_ofi_context_poll(context);
     }
     endpoint_op_done(comp);
-    opal_free_list_return(&context->comps, &comp->super);
+    mca_btl_ofi_list_return(&context->comps, &comp->super);
     if (-FI_EAGAIN == rc) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }

@@ -203,6 +203,55 @@ void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, 
     hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
 }
 
+int mca_btl_ofi_parse_progress_thread(const char *name)
+{
+    static const struct {
+        const char *name;
+        int value;
+    } names[] = {
+        { "auto", MCA_BTL_OFI_PROGRESS_THREAD_AUTO }, { "on", MCA_BTL_OFI_PROGRESS_THREAD_ON },
+        { "yes", MCA_BTL_OFI_PROGRESS_THREAD_ON },    { "1", MCA_BTL_OFI_PROGRESS_THREAD_ON },
+        { "off", MCA_BTL_OFI_PROGRESS_THREAD_OFF },   { "no", MCA_BTL_OFI_PROGRESS_THREAD_OFF },
+        { "0", MCA_BTL_OFI_PROGRESS_THREAD_OFF },
+    };
+
+    if (NULL == name || '\0' == name[0]) {
+        return MCA_BTL_OFI_PROGRESS_THREAD_AUTO;
+    }
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+        if (0 == strcasecmp(name, names[i].name)) {
+            return names[i].value;
+        }
+    }
+    return -1;
+}
+
+bool mca_btl_ofi_progress_thread_wanted(int setting, int data_progress, const char **why)
+{
+    const char *reason;
+    bool wanted;
+
+    switch (setting) {
+    case MCA_BTL_OFI_PROGRESS_THREAD_OFF:
+        reason = "btl_ofi_progress_thread is off";
+        wanted = false;
+        break;
+    case MCA_BTL_OFI_PROGRESS_THREAD_ON:
+        reason = "btl_ofi_progress_thread is on";
+        wanted = true;
+        break;
+    default:
+        wanted = FI_PROGRESS_AUTO != data_progress;
+        reason = wanted ? "the provider moves data only when called (manual progress)"
+                        : "the provider moves data on its own (FI_PROGRESS_AUTO)";
+        break;
+    }
+    if (NULL != why) {
+        *why = reason;
+    }
+    return wanted;
+}
+
 int mca_btl_ofi_parse_progress_mode(const char *name)
 {
     if (NULL == name || 0 == strcasecmp(name, "unspec") || '\0' == name[0]) {

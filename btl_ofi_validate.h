@@ -101,6 +101,24 @@ mca_btl_ofi_param_check_t mca_btl_ofi_clamp_int(int *value, int min, int max);
 /** Map a progress-mode name to FI_PROGRESS_*; -1 when unknown. */
 int mca_btl_ofi_parse_progress_mode(const char *name);
 
+/** Values of btl_ofi_progress_thread. */
+enum {
+    MCA_BTL_OFI_PROGRESS_THREAD_OFF = 0,
+    MCA_BTL_OFI_PROGRESS_THREAD_ON = 1,
+    MCA_BTL_OFI_PROGRESS_THREAD_AUTO = 2,
+};
+
+/** Map "auto", "on" or "off" (or 1/0, yes/no) to MCA_BTL_OFI_PROGRESS_THREAD_*; -1 when unknown. */
+int mca_btl_ofi_parse_progress_thread(const char *name);
+
+/**
+ * Whether a progress thread runs for a provider whose domain reports
+ * @p data_progress (FI_PROGRESS_*), given the user's @p setting.
+ *
+ * @param[out] why  static reason, for the verbose output
+ */
+bool mca_btl_ofi_progress_thread_wanted(int setting, int data_progress, const char **why);
+
 /*
  * What each process publishes about itself: the provider it chose and the
  * endpoint name of each of its modules, in one blob (a header, then per
