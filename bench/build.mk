@@ -1,4 +1,5 @@
-# Raw-libfabric baseline benchmark (bench/fi_bench.c).
+# Raw-libfabric baseline benchmark (bench/fi_bench.c), linked with the
+# component's btl_ofi_validate.c for the fi_getinfo hints btl/ofi asks with.
 #
 # Included by standalone/Makefile, which must define BUILD and BTL_OFI_ROOT
 # before the include (target names are expanded when read).  Also usable on
@@ -17,23 +18,40 @@ fi_bench_pkgconfig = $(shell pkg-config $(1) libfabric 2>/dev/null)
 FI_BENCH_FABRIC_CFLAGS ?= $(call fi_bench_pkgconfig,--cflags)
 FI_BENCH_FABRIC_LDFLAGS ?= $(call fi_bench_pkgconfig,--libs-only-L)
 
+# (standalone/Makefile defines these; the defaults serve the use on its own)
+VALIDATE_SOURCES ?= $(BTL_OFI_ROOT)/btl_ofi_validate.c
+VALIDATE_HEADERS ?= $(BTL_OFI_ROOT)/btl_ofi_validate.h $(BTL_OFI_ROOT)/btl_ofi_modex.h
+
 BENCH_PROGS += $(BUILD)/fi_bench
 
-$(BUILD)/fi_bench: $(BTL_OFI_ROOT)/bench/fi_bench.c $(fi_bench_mk)
+$(BUILD)/fi_bench: $(BTL_OFI_ROOT)/bench/fi_bench.c $(VALIDATE_SOURCES) $(VALIDATE_HEADERS) \
+    $(fi_bench_mk)
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(FI_BENCH_FABRIC_CFLAGS) -o $@ $< \
-	    $(BENCH_LDFLAGS) $(FI_BENCH_FABRIC_LDFLAGS) -lfabric
+	$(CC) $(BENCH_CFLAGS) $(FI_BENCH_FABRIC_CFLAGS) -I$(BTL_OFI_ROOT) -o $@ $< \
+	    $(VALIDATE_SOURCES) $(BENCH_LDFLAGS) $(FI_BENCH_FABRIC_LDFLAGS) -lfabric
 
-# MPI benchmarks (bench/osc_bench.c, bench/p2p_bench.c), run by contrib/bench.
+# MPI benchmarks (bench/osc_bench.c, bench/p2p_bench.c), run by contrib/bench;
+# btl/ofi's MPI_T counters through the test programs' reader
+# (tests/common/btl_ofi_pvars.c).
 MPICC ?= mpicc
 MPI_BENCH_CFLAGS ?= -O2 -g -std=gnu11 -Wall -Wextra
-MPI_BENCH_UTIL := $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BTL_OFI_ROOT)/bench/mpi_bench_util.h
+BENCH_PVARS_DIR := $(BTL_OFI_ROOT)/tests/common
+MPI_BENCH_UTIL := $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BTL_OFI_ROOT)/bench/mpi_bench_util.h \
+    $(BENCH_PVARS_DIR)/btl_ofi_pvars.c $(BENCH_PVARS_DIR)/btl_ofi_pvars.h
 
 BENCH_PROGS += $(BUILD)/osc_bench $(BUILD)/p2p_bench
 
 $(BUILD)/osc_bench $(BUILD)/p2p_bench: $(BUILD)/%: $(BTL_OFI_ROOT)/bench/%.c $(MPI_BENCH_UTIL)
 	@mkdir -p $(@D)
-	$(MPICC) $(MPI_BENCH_CFLAGS) -o $@ $< $(BTL_OFI_ROOT)/bench/mpi_bench_util.c
+	$(MPICC) $(MPI_BENCH_CFLAGS) -I$(BENCH_PVARS_DIR) -o $@ $< \
+	    $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BENCH_PVARS_DIR)/btl_ofi_pvars.c
+
+# bench/startup.sh's program: launch and teardown only.
+BENCH_PROGS += $(BUILD)/bench/startup_hello
+
+$(BUILD)/bench/startup_hello: $(BTL_OFI_ROOT)/bench/startup_hello.c
+	@mkdir -p $(@D)
+	$(MPICC) -O2 -o $@ $<
 
 # Last in the file, so that no rule above becomes the includer's default goal.
 ifneq ($(firstword $(MAKEFILE_LIST)),$(fi_bench_mk))

@@ -1,13 +1,16 @@
 /*
  * fi_bench: raw-libfabric RMA and atomic baseline for btl/ofi.
  *
- * It asks fi_getinfo for exactly the attributes btl/ofi asks for, so that the
- * numbers it prints are the floor an MPI layer on the same provider cannot go
- * below.  The program forks itself: the parent is the origin (rank 0) and
- * does all posting and timing, the child is the target (rank 1) and only
- * drives progress, because several providers (sockets, tcp;ofi_rxm, ...)
- * complete RMA only while the target polls its CQ.  Endpoint names, addresses
- * and keys travel over pipes, so no launcher is needed.
+ * It asks fi_getinfo for exactly the attributes btl/ofi asks for (the hints
+ * come from the component's own mca_btl_ofi_fill_hints and MCA_BTL_OFI_RMA_CAPS,
+ * btl_ofi_validate.c, linked in), so that the numbers it prints are the floor
+ * an MPI layer on the same provider cannot go below.
+ *
+ * The program forks itself: the parent is the origin (rank 0) and does all
+ * posting and timing, the child is the target (rank 1) and only drives
+ * progress, because several providers (sockets, tcp;ofi_rxm, ...) complete
+ * RMA only while the target polls its CQ.  Endpoint names, addresses and keys
+ * travel over pipes, so no launcher is needed.
  *
  * stdout carries OSU-style results only; diagnostics go to stderr.
  * Exit status: 0 success, 1 error or timeout, 2 provider not available.
@@ -39,6 +42,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+
+#include "btl_ofi_validate.h"
 
 #define API_VERSION FI_VERSION(1, 17)
 
@@ -112,6 +117,7 @@ struct options {
     unsigned timeout;
     bool verbose;
     bool never_yield;
+    bool threads; /* FI_THREAD_SAFE, as btl/ofi under MPI_THREAD_MULTIPLE */
 };
 
 struct endpoint {
@@ -327,26 +333,30 @@ static size_t atomic_area_offset(size_t max_size)
 
 /* ------------------------------------------------------------- libfabric */
 
-static struct fi_info *build_hints(const struct options *opt, bool manual_progress,
+/*
+ * btl/ofi's hints for one-sided traffic, from the component itself: its
+ * discover() asks with FI_HMEM first and then without, and asks the chosen
+ * provider again for manual progress (its default progress mode).  The
+ * relaxed attempts of find_provider() take things out afterwards.
+ */
+static struct fi_info *build_hints(const struct options *opt, bool hmem, bool manual_progress,
                                    bool delivery_complete)
 {
     struct fi_info *hints = fi_allocinfo();
+    uint64_t caps = MCA_BTL_OFI_RMA_CAPS;
 
     if (!hints)
         return NULL;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-    hints->mode = FI_CONTEXT | FI_CONTEXT2;
-    hints->domain_attr->mr_mode =
-        FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT | FI_MR_LOCAL;
-    hints->domain_attr->threading = FI_THREAD_DOMAIN;
-    hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
-    if (manual_progress) {
-        hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
-        hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-    }
-    if (delivery_complete)
-        hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+#if defined(FI_HMEM)
+    if (hmem)
+        caps |= FI_HMEM;
+#else
+    (void) hmem;
+#endif
+    mca_btl_ofi_fill_hints(hints, caps, manual_progress ? FI_PROGRESS_MANUAL : FI_PROGRESS_UNSPEC,
+                           opt->threads);
+    if (!delivery_complete)
+        hints->tx_attr->op_flags &= ~(uint64_t) FI_DELIVERY_COMPLETE;
     if (opt->prov) {
         hints->fabric_attr->prov_name = strdup(opt->prov);
         if (!hints->fabric_attr->prov_name) {
@@ -360,7 +370,9 @@ static struct fi_info *build_hints(const struct options *opt, bool manual_progre
 /*
  * The first attempt is what btl/ofi asks for.  The relaxed ones exist so that
  * a provider which cannot honour a preference is still measured, with a note
- * saying what was given up.  Returns -FI_ENODATA when nothing matches.
+ * saying what was given up (btl/ofi itself also runs without manual progress,
+ * never without delivery-complete).  Each attempt asks with FI_HMEM first and
+ * then without, as btl/ofi does.  Returns -FI_ENODATA when nothing matches.
  */
 static int find_provider(const struct options *opt, bool notes, struct fi_info **out)
 {
@@ -374,11 +386,13 @@ static int find_provider(const struct options *opt, bool notes, struct fi_info *
         { false, false, "without FI_PROGRESS_MANUAL and FI_DELIVERY_COMPLETE" },
     };
 
-    for (size_t a = 0; a < sizeof(attempts) / sizeof(attempts[0]); a++) {
+    for (size_t t = 0; t < 2 * sizeof(attempts) / sizeof(attempts[0]); t++) {
+        size_t a = t / 2;
+        bool hmem = 0 == t % 2;
         struct fi_info *hints, *list = NULL, *pick = NULL;
         int ret;
 
-        hints = build_hints(opt, attempts[a].manual_progress, attempts[a].delivery_complete);
+        hints = build_hints(opt, hmem, attempts[a].manual_progress, attempts[a].delivery_complete);
         if (!hints) {
             say("out of memory");
             return -FI_ENOMEM;
@@ -1216,7 +1230,7 @@ static void print_usage(FILE *f)
 {
     fprintf(f,
             "usage: fi_bench [-p PROVIDER] [-t NAME[,NAME...]] [-m [MIN:]MAX]\n"
-            "                [-i ITERS] [-w WARMUP] [-T SECS] [-S] [-v] [-h]\n"
+            "                [-i ITERS] [-w WARMUP] [-T SECS] [-S] [-M] [-v] [-h]\n"
             "\n"
             "Raw libfabric RMA/atomic baseline with btl/ofi's fi_info attributes.\n"
             "Forks itself: parent = origin (rank 0), child = target (rank 1).\n"
@@ -1240,6 +1254,8 @@ static void print_usage(FILE *f)
             "               0 = never)\n"
             "  -S           spin only: never sched_yield() while polling (for\n"
             "               machines with a free core per process)\n"
+            "  -M           ask for FI_THREAD_SAFE, as btl/ofi does under\n"
+            "               MPI_THREAD_MULTIPLE (default FI_THREAD_DOMAIN)\n"
             "  -v           describe the provider's attributes on stderr\n"
             "  -h           this help\n"
             "\n"
@@ -1333,7 +1349,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
         .warmup = -1,
         .timeout = DEFAULT_TIMEOUT,
     };
-    while ((c = getopt(argc, argv, "p:t:m:i:w:T:Svh")) != -1) {
+    while ((c = getopt(argc, argv, "p:t:m:i:w:T:SMvh")) != -1) {
         switch (c) {
         case 'p':
             opt->prov = optarg;
@@ -1388,6 +1404,9 @@ static int parse_options(int argc, char **argv, struct options *opt)
             break;
         case 'S':
             opt->never_yield = true;
+            break;
+        case 'M':
+            opt->threads = true;
             break;
         case 'v':
             opt->verbose = true;

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 
 #include "mpi_bench_util.h"
+#include "btl_ofi_pvars.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -222,64 +223,25 @@ void bench_arm_watchdog(int seconds, const char *what)
     alarm((unsigned)seconds);
 }
 
-static const char *const pvar_names[] = {
-    "btl_ofi_put_count",  "btl_ofi_put_bytes",  "btl_ofi_get_count",
-    "btl_ofi_get_bytes",  "btl_ofi_atomic_count", "btl_ofi_send_count",
-    "btl_ofi_send_bytes", "btl_ofi_recv_count", "btl_ofi_recv_bytes",
-    "btl_ofi_flush_count", "btl_ofi_retry_count", "btl_ofi_error_count",
-};
-#define NUM_PVARS (sizeof(pvar_names) / sizeof(pvar_names[0]))
-
 /* Open MPI reports a counter through a handle as the increase since the
- * handle was allocated, so the handles are allocated before any traffic. */
-static struct {
-    bool open;
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handles[NUM_PVARS];
-    bool present[NUM_PVARS];
-} pvars;
-
+ * handle was allocated, so the handles are allocated before any traffic
+ * (tests/common/btl_ofi_pvars.c). */
 void bench_pvars_begin(void)
 {
-    int provided;
-
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
-        return;
-    if (MPI_T_pvar_session_create(&pvars.session) != MPI_SUCCESS) {
-        MPI_T_finalize();
-        return;
-    }
-    pvars.open = true;
-    for (size_t i = 0; i < NUM_PVARS; i++) {
-        int idx, count;
-
-        if (MPI_T_pvar_get_index(pvar_names[i], MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS)
-            continue;
-        if (MPI_T_pvar_handle_alloc(pvars.session, idx, NULL, &pvars.handles[i], &count) !=
-            MPI_SUCCESS)
-            continue;
-        if (count != 1) {
-            MPI_T_pvar_handle_free(pvars.session, &pvars.handles[i]);
-            continue;
-        }
-        pvars.present[i] = true;
-    }
+    (void) btl_ofi_pvars_open();
 }
 
 /* Fills values[] with the counters' growth since the handles were
  * allocated and returns how many counters exist in this process. */
-static int read_btl_ofi_pvars(unsigned long long values[NUM_PVARS])
+static int read_btl_ofi_pvars(unsigned long long values[BTL_OFI_PVARS_NUM_STANDARD])
 {
     int found = 0;
 
-    memset(values, 0, NUM_PVARS * sizeof(values[0]));
-    if (!pvars.open)
-        return 0;
-    for (size_t i = 0; i < NUM_PVARS; i++) {
+    for (int i = 0; i < BTL_OFI_PVARS_NUM_STANDARD; i++) {
         unsigned long value = 0;
 
-        if (pvars.present[i] &&
-            MPI_T_pvar_read(pvars.session, pvars.handles[i], &value) == MPI_SUCCESS) {
+        values[i] = 0;
+        if (btl_ofi_pvars_read(btl_ofi_pvars_standard[i], &value) == 0) {
             values[i] = value;
             found++;
         }
@@ -289,31 +251,23 @@ static int read_btl_ofi_pvars(unsigned long long values[NUM_PVARS])
 
 void bench_pvars_end(void)
 {
-    if (!pvars.open)
-        return;
-    for (size_t i = 0; i < NUM_PVARS; i++) {
-        if (pvars.present[i])
-            MPI_T_pvar_handle_free(pvars.session, &pvars.handles[i]);
-        pvars.present[i] = false;
-    }
-    MPI_T_pvar_session_free(&pvars.session);
-    MPI_T_finalize();
-    pvars.open = false;
+    btl_ofi_pvars_close();
 }
 
 void bench_report_btl_ofi_pvars(MPI_Comm comm)
 {
-    static unsigned long long reported[NUM_PVARS];
-    unsigned long long now[NUM_PVARS], delta[NUM_PVARS], total[NUM_PVARS];
+    enum { N = BTL_OFI_PVARS_NUM_STANDARD };
+    static unsigned long long reported[N];
+    unsigned long long now[N], delta[N], total[N];
     int rank, found, min_found;
 
     MPI_Comm_rank(comm, &rank);
     found = read_btl_ofi_pvars(now);
-    for (size_t i = 0; i < NUM_PVARS; i++) {
+    for (int i = 0; i < N; i++) {
         delta[i] = now[i] - reported[i];
         reported[i] = now[i];
     }
-    MPI_Reduce(delta, total, (int)NUM_PVARS, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm);
+    MPI_Reduce(delta, total, N, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, comm);
     MPI_Reduce(&found, &min_found, 1, MPI_INT, MPI_MIN, 0, comm);
     if (rank != 0)
         return;
@@ -321,8 +275,8 @@ void bench_report_btl_ofi_pvars(MPI_Comm comm)
         printf("# btl_ofi pvars: absent\n");
     } else {
         printf("# btl_ofi pvars (sum over ranks):");
-        for (size_t i = 0; i < NUM_PVARS; i++)
-            printf(" %s=%llu", pvar_names[i] + strlen("btl_ofi_"), total[i]);
+        for (int i = 0; i < N; i++)
+            printf(" %s=%llu", btl_ofi_pvars_standard[i], total[i]);
         printf("\n");
     }
     fflush(stdout);

@@ -11,11 +11,8 @@ runs=${1:-7}
 prov=${2:-}
 
 eval "$("$here/contrib/env")"
-mkdir -p "$BTL_OFI_BUILD/bench"
 hello=$BTL_OFI_BUILD/bench/startup_hello
-if [ ! -x "$hello" ] || [ "$here/bench/startup_hello.c" -nt "$hello" ]; then
-    mpicc -O2 -o "$hello" "$here/bench/startup_hello.c"
-fi
+make -s -C "$here/standalone" BUILD="$BTL_OFI_BUILD" "$hello"
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 

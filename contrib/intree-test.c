@@ -5,8 +5,9 @@
  * MPI_Win_create window (fence epochs, several sizes and unaligned offsets),
  * then checks the bytes that landed in its own window, including the guard
  * bytes that nobody wrote.  Afterwards it reads our component's MPI_T counter
- * btl_ofi_put_count: it must exist and be non-zero, so that a run that fell
- * back to another BTL (or to upstream's btl/ofi) fails.
+ * btl_ofi_put_count (tests/common/btl_ofi_pvars.c, built in by contrib/intree):
+ * it must exist and be non-zero, so that a run that fell back to another BTL
+ * (or to upstream's btl/ofi) fails.
  *
  * It also reports which mca_btl_ofi.so this process mapped and how many
  * distinct libopen-pal files are mapped, so the driver can check that the
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "btl_ofi_pvars.h"
 
 #define WINDOW_BYTES (256 * 1024)
 #define GUARD_BYTE 0x5a
@@ -48,45 +51,6 @@ static int offset_is_written(size_t offset)
         }
     }
     return 0;
-}
-
-/* Open MPI reports a counter through a handle as the increase since the
- * handle was allocated (even for continuous variables), so the handle has to
- * exist before the traffic it is meant to see. */
-struct counter_probe {
-    int found;
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handle;
-};
-
-static void counter_probe_open(struct counter_probe *probe, const char *name)
-{
-    int index, count = 0;
-    probe->found = 0;
-    if (MPI_SUCCESS != MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index)
-        || MPI_SUCCESS != MPI_T_pvar_session_create(&probe->session)) {
-        return;
-    }
-    if (MPI_SUCCESS != MPI_T_pvar_handle_alloc(probe->session, index, NULL, &probe->handle, &count)
-        || 1 != count) {
-        MPI_T_pvar_session_free(&probe->session);
-        return;
-    }
-    probe->found = 1;
-}
-
-static unsigned long counter_probe_read_and_close(struct counter_probe *probe)
-{
-    unsigned long value = 0;
-    if (!probe->found) {
-        return 0;
-    }
-    if (MPI_SUCCESS != MPI_T_pvar_read(probe->session, probe->handle, &value)) {
-        probe->found = 0;
-    }
-    MPI_T_pvar_handle_free(probe->session, &probe->handle);
-    MPI_T_pvar_session_free(&probe->session);
-    return value;
 }
 
 /* Looks at our own mappings: the path of the btl/ofi DSO that was loaded and
@@ -125,9 +89,11 @@ static void inspect_mappings(char *btl_path, size_t btl_path_len, int *n_open_pa
 
 int main(int argc, char **argv)
 {
-    int provided, rank, size;
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    int rank, size;
     MPI_Init(&argc, &argv);
+    /* the counter counts from here (a handle reads what was counted since it
+     * was allocated): before any traffic */
+    btl_ofi_pvars_open();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2) {
@@ -146,9 +112,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < WINDOW_BYTES; i++) {
         origin_buf[i] = pattern_byte(rank, i);
     }
-
-    struct counter_probe put_probe;
-    counter_probe_open(&put_probe, "btl_ofi_put_count");
 
     /* MPI_Win_create memory is not shared-memory backed, so osc/rdma has to
      * go through the BTL even between ranks on one node. */
@@ -179,9 +142,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "intree-test: rank %d: %zu wrong bytes, first at offset %zu "
                         "(got 0x%02x)\n", rank, bad, first_bad, window_buf[first_bad]);
     }
-    int found = put_probe.found;
-    unsigned long puts = counter_probe_read_and_close(&put_probe);
-    found &= put_probe.found;
+    unsigned long puts = 0;
+    int found = 0 == btl_ofi_pvars_read("put_count", &puts);
+    btl_ofi_pvars_close();
     MPI_Win_free(&win);
 
     if (!found) {
@@ -213,6 +176,5 @@ int main(int argc, char **argv)
     free(origin_buf);
     free(window_buf);
     MPI_Finalize();
-    MPI_T_finalize();
     return any_fail ? 1 : 0;
 }

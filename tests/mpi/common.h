@@ -9,9 +9,11 @@
  *
  * tc_expect_pvars() proves that our btl/ofi carried the traffic: it needs
  * every MPI_T performance variable our component registers to exist (upstream
- * registers none) and the named ones to be non-zero.
+ * registers none) and the named ones to be non-zero.  The counters are read
+ * through tests/common/btl_ofi_pvars.h, whose session tc_init opens.
  *
- * Header-only on purpose: each test is a single translation unit.
+ * Header-only on purpose: each test is one translation unit of its own,
+ * linked with tests/common/btl_ofi_pvars.c (tests/build.mk).
  */
 #ifndef BTL_OFI_TESTS_MPI_COMMON_H
 #define BTL_OFI_TESTS_MPI_COMMON_H
@@ -26,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "btl_ofi_pvars.h"
+
 /* Not every test uses every helper. */
 #define TC_UNUSED __attribute__((unused))
 
@@ -38,17 +42,6 @@ static int tc_rank = -1;
 static int tc_size = 0;
 static long tc_failures = 0;
 static double tc_start_time = 0.0;
-static MPI_T_pvar_session tc_pvar_session = MPI_T_PVAR_SESSION_NULL;
-static int tc_mpit_ready = 0;
-
-/* Names of the performance variables our component registers (without the
- * "btl_ofi_" prefix); all must exist for a run to count as ours. */
-static const char *const tc_all_pvars[] = {
-    "put_count",  "put_bytes",  "get_count",  "get_bytes",   "atomic_count", "send_count",
-    "send_bytes", "recv_count", "recv_bytes", "flush_count", "retry_count",  "error_count",
-};
-#define TC_NUM_PVARS ((int) (sizeof(tc_all_pvars) / sizeof(tc_all_pvars[0])))
-static MPI_T_pvar_handle tc_pvar_handles[TC_NUM_PVARS];
 
 TC_UNUSED static void tc_fail_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -221,62 +214,9 @@ TC_UNUSED static long tc_rss_kib(void)
 /* ------------------------------------------------------------------ */
 /* MPI_T performance variables                                         */
 
-/*
- * Counters are sums in MPI_T: a handle reads what was counted since it was
- * allocated.  The handles are therefore allocated once, at start, and read
- * the traffic of the whole test.
- */
-static void tc_pvars_open(int thread_level)
-{
-    int provided;
-
-    /* Open MPI lowers the MPI thread level to what MPI_T_init_thread asks
-     * for: ask for the level MPI was initialised with */
-    if (MPI_SUCCESS != MPI_T_init_thread(thread_level, &provided)
-        || MPI_SUCCESS != MPI_T_pvar_session_create(&tc_pvar_session)) {
-        return;
-    }
-    tc_mpit_ready = 1;
-    for (int i = 0; i < TC_NUM_PVARS; ++i) {
-        char full[128];
-        int index, count = 0;
-
-        snprintf(full, sizeof(full), "btl_ofi_%s", tc_all_pvars[i]);
-        tc_pvar_handles[i] = MPI_T_PVAR_HANDLE_NULL;
-        if (MPI_SUCCESS == MPI_T_pvar_get_index(full, MPI_T_PVAR_CLASS_COUNTER, &index)
-            && MPI_SUCCESS
-                   == MPI_T_pvar_handle_alloc(tc_pvar_session, index, NULL, &tc_pvar_handles[i],
-                                              &count)
-            && 1 != count) {
-            MPI_T_pvar_handle_free(tc_pvar_session, &tc_pvar_handles[i]);
-            tc_pvar_handles[i] = MPI_T_PVAR_HANDLE_NULL;
-        }
-    }
-}
-
-static void tc_pvars_close(void)
-{
-    if (!tc_mpit_ready) {
-        return;
-    }
-    for (int i = 0; i < TC_NUM_PVARS; ++i) {
-        if (MPI_T_PVAR_HANDLE_NULL != tc_pvar_handles[i]) {
-            MPI_T_pvar_handle_free(tc_pvar_session, &tc_pvar_handles[i]);
-        }
-    }
-    MPI_T_pvar_session_free(&tc_pvar_session);
-    MPI_T_finalize();
-    tc_mpit_ready = 0;
-}
-
-/* Our counter number WHICH since start into *VALUE; 0 when it exists. */
-TC_UNUSED static int tc_pvar_read(int which, unsigned long *value)
-{
-    if (!tc_mpit_ready || MPI_T_PVAR_HANDLE_NULL == tc_pvar_handles[which]) {
-        return -1;
-    }
-    return MPI_SUCCESS == MPI_T_pvar_read(tc_pvar_session, tc_pvar_handles[which], value) ? 0 : -1;
-}
+/* The counters that must all exist, and that tc_expect_pvars prints. */
+#define TC_NUM_PVARS BTL_OFI_PVARS_NUM_STANDARD
+#define tc_all_pvars btl_ofi_pvars_standard
 
 enum tc_pvar_scope {
     TC_PVAR_THIS_RANK, /* non-zero on every rank */
@@ -296,7 +236,7 @@ TC_UNUSED static void tc_expect_pvars(enum tc_pvar_scope scope, const char *name
 
     for (int i = 0; i < TC_NUM_PVARS; ++i) {
         values[i] = 0;
-        if (0 != tc_pvar_read(i, &values[i])) {
+        if (0 != btl_ofi_pvars_read(tc_all_pvars[i], &values[i])) {
             ++missing;
             if (1 == missing) {
                 TC_FAIL("MPI_T performance variable btl_ofi_%s not found: our btl/ofi is not "
@@ -366,7 +306,8 @@ TC_UNUSED static void tc_init_thread(int *argc, char ***argv, const char *name, 
     if (provided < required) {
         TC_FAIL("MPI_Init_thread provided thread level %d, the test needs %d", provided, required);
     }
-    tc_pvars_open(provided);
+    /* counters count from here: before any traffic of the test */
+    btl_ofi_pvars_open();
     tc_phase("start: %d ranks", tc_size);
 }
 
@@ -395,7 +336,7 @@ TC_UNUSED static int tc_finish(void)
         }
         fflush(stdout);
     }
-    tc_pvars_close();
+    btl_ofi_pvars_close();
     MPI_Finalize();
     return 0 == total ? 0 : 1;
 }

@@ -21,24 +21,12 @@
 static const size_t sizes[] = { 8, 64 * 1024, 1u << 20, 8u << 20 };
 #define NUM_SIZES (sizeof(sizes) / sizeof(sizes[0]))
 
-static int send_count_index = -1, recv_count_index = -1;
-
-static int pvar_slot(const char *name)
-{
-    for (int i = 0; i < TC_NUM_PVARS; ++i) {
-        if (0 == strcmp(tc_all_pvars[i], name)) {
-            return i;
-        }
-    }
-    return -1;
-}
-
 /* This rank's btl/ofi send + receive count so far; 0 when not ours. */
 static unsigned long two_sided_events(void)
 {
     unsigned long sent = 0, received = 0;
-    (void) tc_pvar_read(send_count_index, &sent);
-    (void) tc_pvar_read(recv_count_index, &received);
+    (void) btl_ofi_pvars_read("send_count", &sent);
+    (void) btl_ofi_pvars_read("recv_count", &received);
     return sent + received;
 }
 
@@ -177,8 +165,6 @@ static void test_barrier(int round)
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "p2p_collectives");
-    send_count_index = pvar_slot("send_count");
-    recv_count_index = pvar_slot("recv_count");
 
     for (size_t s = 0; s < NUM_SIZES; ++s) {
         test_bcast(sizes[s], (int) (s % (size_t) tc_size));

@@ -16,16 +16,6 @@ static const size_t sizes[] = { 0, 100, 20000, 300000 };
 #define NUM_SIZES (sizeof(sizes) / sizeof(sizes[0]))
 #define TAG_SMOKE 41
 
-static int pvar_slot(const char *name)
-{
-    for (int i = 0; i < TC_NUM_PVARS; ++i) {
-        if (0 == strcmp(tc_all_pvars[i], name)) {
-            return i;
-        }
-    }
-    return -1;
-}
-
 static void ring(size_t size, uint8_t *sendbuf, uint8_t *recvbuf)
 {
     const int right = (tc_rank + 1) % tc_size;
@@ -64,8 +54,8 @@ int main(int argc, char **argv)
         tc_expect_pvars(TC_PVAR_THIS_RANK, "send_count recv_count");
     } else if (0 == strcmp(expect, "none")) {
         unsigned long sent = 0, received = 0, all = 0, mine;
-        int found = 0 == tc_pvar_read(pvar_slot("send_count"), &sent)
-                    && 0 == tc_pvar_read(pvar_slot("recv_count"), &received);
+        int found = 0 == btl_ofi_pvars_read("send_count", &sent)
+                    && 0 == btl_ofi_pvars_read("recv_count", &received);
         mine = sent + received;
         TC_MPI(MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD));
         tc_phase("btl_ofi two-sided messages summed over ranks: %lu%s", all,

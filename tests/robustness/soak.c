@@ -262,7 +262,7 @@ static void report_heap(worker_t *w)
     struct mallinfo2 mi = mallinfo2();
     printf("HEAP rank=%d seconds=%.1f cycles=%ld windows=%ld inuse_kb=%zu mr_held=%ld\n", fc_rank,
            now, w->cycles, __atomic_load_n(&windows_freed, __ATOMIC_RELAXED),
-           (mi.uordblks + mi.hblkhd) / 1024, fc_mr_held());
+           (mi.uordblks + mi.hblkhd) / 1024, btl_ofi_pvars_mr_held());
     fflush(stdout);
 }
 

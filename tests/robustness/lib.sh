@@ -1,4 +1,4 @@
-# Shared by tests/robustness.sh, tests/sanitize.sh and tests/soak.sh.
+# Shared by robustness.sh, sanitize.sh and soak.sh (all in tests/robustness/).
 # Sourced, never run.
 # shellcheck shell=bash
 #
@@ -8,16 +8,15 @@
 # case also prints the end of that log on stderr.
 
 FAULTS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-FAULTS_SRC=$FAULTS_ROOT/tests/faults
-FAULTS_OUT=${FAULTS_OUT:-$FAULTS_ROOT/build/faults}
+FAULTS_SRC=$FAULTS_ROOT/tests/robustness
+# what standalone/Makefile builds (tests/build.mk: $FAULTS_BUILD/<lane>/)
+FAULTS_BUILD=${BTL_OFI_BUILD:-$FAULTS_ROOT/build}
+FAULTS_OUT=$FAULTS_BUILD/robustness
 FAULTS_LOGS=$FAULTS_OUT/logs
 FAULTS_FAILED=0
 FAULTS_PASSED=0
 FAULTS_SKIPPED=0
 FAULTS_T0=$(date +%s)
-
-# what every run uses unless a case says otherwise
-FAULTS_PROGRAMS=(rma_flood p2p_flood peer_death win_realloc soak)
 
 # Output of the last faults_mpirun: rc, seconds, log path.
 MPI_RC=0
@@ -69,33 +68,18 @@ faults_component_dir() {
     echo "${path%%:*}"
 }
 
-_faults_stale() {
-    local target=$1
-    shift
-    [ -e "$target" ] || return 0
-    local dep
-    for dep in "$@"; do
-        [ "$dep" -nt "$target" ] && return 0
-    done
-    return 1
+# faults_make TARGET...: make -C standalone TARGET... into $FAULTS_BUILD
+# (the targets of tests/build.mk: robustness, mpitests, ...), with the
+# cached Open MPI's mpicc.
+faults_make() {
+    make -s -C "$FAULTS_ROOT/standalone" BUILD="$FAULTS_BUILD" "$@"
 }
 
-# Build the shim and the test programs into $FAULTS_OUT when missing or
-# older than their sources.  Uses the cached Open MPI's mpicc.
+# Build the shim and the test programs of this directory into $FAULTS_OUT
+# (make: only what is missing or older than its sources).
 faults_build() {
     mkdir -p "$FAULTS_OUT" "$FAULTS_LOGS"
-    local cflags=(-std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter)
-    local shim=$FAULTS_OUT/libfi_fault.so
-    if _faults_stale "$shim" "$FAULTS_SRC/fi_fault.c"; then
-        "${CC:-gcc}" "${cflags[@]}" -shared -fPIC -o "$shim" "$FAULTS_SRC/fi_fault.c" \
-            -ldl -lpthread -lfabric || return 1
-    fi
-    local prog
-    for prog in "${FAULTS_PROGRAMS[@]}"; do
-        if _faults_stale "$FAULTS_OUT/$prog" "$FAULTS_SRC/$prog.c" "$FAULTS_SRC/faults_common.h"; then
-            mpicc "${cflags[@]}" -pthread -o "$FAULTS_OUT/$prog" "$FAULTS_SRC/$prog.c" || return 1
-        fi
-    done
+    faults_make robustness
 }
 
 # Kill (by pid) test programs of ours that outlived their job; prints how
@@ -152,7 +136,7 @@ faults_crash_sign() {
         "$log" 2>/dev/null || true
 }
 
-# The HEAP lines (tests/faults/soak.c) of LOG as
+# The HEAP lines (tests/robustness/soak.c) of LOG as
 # "rank seconds windows inuse_kb mr_held".
 heap_lines() {
     { grep -a '^HEAP rank=' "$1" || true; } |

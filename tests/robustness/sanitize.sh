@@ -11,16 +11,16 @@
 #              MPI's suppression file; errors or definite leaks that blame
 #              btl/ofi fail it
 #
-#   tests/sanitize.sh [asan] [valgrind]      (default: both)
+#   tests/robustness/sanitize.sh [asan] [valgrind]      (default: both)
 #
-# Blame (tests/faults/scan_sanitizer.py): the first frame of a stack that
+# Blame (tests/robustness/scan_sanitizer.py): the first frame of a stack that
 # is not an allocator or interceptor is in mca_btl_ofi.so / btl_ofi_*.c,
 # for the error itself or for the memory it is about.  Reports of Open
 # MPI's, PMIx's or libfabric's own are counted and shown in the details.
 # shellcheck disable=SC2054 # commas inside MCA values, not array separators
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
-. "$(dirname "$0")/faults/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 LANES=("$@")
 [ ${#LANES[@]} -gt 0 ] || LANES=(asan valgrind)
@@ -28,7 +28,7 @@ LANES=("$@")
 ASAN_BUILD=$FAULTS_ROOT/build-asan
 BASE=(--mca btl ofi,self --mca osc rdma --mca pml ob1)
 SCAN=$FAULTS_SRC/scan_sanitizer.py
-MPI_TESTS=$FAULTS_ROOT/build/mpi
+MPI_TESTS=$FAULTS_BUILD/mpi
 
 # ------------------------------------------------------------------------
 # asan
@@ -210,9 +210,8 @@ if ! faults_build >"$FAULTS_LOGS/build.log" 2>&1; then
     faults_report FAIL sanitize build "building the test programs failed"
     exit 1
 fi
-if [ ! -d "$MPI_TESTS" ]; then
-    make -s -C "$FAULTS_ROOT/standalone" mpitests >>"$FAULTS_LOGS/build.log" 2>&1 || true
-fi
+# the tests/mpi programs that did not build are reported by asan_case
+faults_make -k mpitests >>"$FAULTS_LOGS/build.log" 2>&1 || true
 leftover=$(faults_reap)
 [ "$leftover" = 0 ] || echo "# killed $leftover test processes left from an earlier run" >&2
 

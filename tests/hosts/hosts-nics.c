@@ -15,7 +15,7 @@
  */
 #include "mpi/common.h"
 
-#define MAX_MODULES 16
+#define MAX_MODULES BTL_OFI_PVARS_MAX_VALUES
 
 static const char *const nic_counters[] = {"send_bytes", "recv_bytes", "put_bytes", "get_bytes"};
 #define NUM_NIC_COUNTERS ((int) (sizeof(nic_counters) / sizeof(nic_counters[0])))
@@ -25,9 +25,7 @@ int main(int argc, char **argv)
     int want_modules = argc > 1 ? atoi(argv[1]) : 2;
     size_t bytes = argc > 2 ? strtoull(argv[2], NULL, 0) : (size_t) 8 << 20;
     int rounds = argc > 3 ? atoi(argv[3]) : 10;
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handles[NUM_NIC_COUNTERS];
-    int modules = -1, provided;
+    int modules = -1, readable[NUM_NIC_COUNTERS];
 
     tc_init(&argc, &argv, "hosts_nics");
     if (2 > tc_size) {
@@ -35,26 +33,23 @@ int main(int argc, char **argv)
         return tc_finish();
     }
 
-    /* a session of our own: the handles of the nic_ counters hold one
-     * value per module, which common.h's single-value handles do not */
-    TC_MPI(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
-    TC_MPI(MPI_T_pvar_session_create(&session));
+    /* the nic_ counters hold one value per module */
     for (int c = 0; c < NUM_NIC_COUNTERS; ++c) {
         char full[128];
-        int index, count = 0;
-        handles[c] = MPI_T_PVAR_HANDLE_NULL;
-        snprintf(full, sizeof(full), "btl_ofi_nic_%s", nic_counters[c]);
-        if (MPI_SUCCESS != MPI_T_pvar_get_index(full, MPI_T_PVAR_CLASS_COUNTER, &index)
-            || MPI_SUCCESS
-                   != MPI_T_pvar_handle_alloc(session, index, NULL, &handles[c], &count)) {
-            TC_FAIL("MPI_T performance variable %s not found: our btl/ofi is not loaded", full);
+        int count;
+        snprintf(full, sizeof(full), "nic_%s", nic_counters[c]);
+        count = btl_ofi_pvars_count(full);
+        readable[c] = 0;
+        if (count < 1) {
+            TC_FAIL("MPI_T performance variable btl_ofi_%s not found: our btl/ofi is not loaded",
+                    full);
             continue;
         }
-        if (count < 1 || count > MAX_MODULES) {
-            TC_FAIL("%s has %d values, expected 1..%d", full, count, MAX_MODULES);
-            MPI_T_pvar_handle_free(session, &handles[c]);
+        if (count > MAX_MODULES) {
+            TC_FAIL("btl_ofi_%s has %d values, expected 1..%d", full, count, MAX_MODULES);
             continue;
         }
+        readable[c] = 1;
         modules = count;
     }
 
@@ -85,8 +80,10 @@ int main(int argc, char **argv)
     unsigned long values[NUM_NIC_COUNTERS][MAX_MODULES];
     memset(values, 0, sizeof(values));
     for (int c = 0; c < NUM_NIC_COUNTERS; ++c) {
-        if (MPI_T_PVAR_HANDLE_NULL != handles[c]) {
-            TC_MPI(MPI_T_pvar_read(session, handles[c], values[c]));
+        char full[128];
+        snprintf(full, sizeof(full), "nic_%s", nic_counters[c]);
+        if (readable[c] && 0 > btl_ofi_pvars_read_each(full, values[c], MAX_MODULES)) {
+            TC_FAIL("MPI_T performance variable btl_ofi_%s could not be read", full);
         }
     }
     for (int r = 0; r < tc_size; ++r) {
@@ -115,13 +112,6 @@ int main(int argc, char **argv)
     TC_CHECK(modules >= want_modules, "%d module(s), expected at least %d (one per NIC)", modules,
              want_modules);
 
-    for (int c = 0; c < NUM_NIC_COUNTERS; ++c) {
-        if (MPI_T_PVAR_HANDLE_NULL != handles[c]) {
-            MPI_T_pvar_handle_free(session, &handles[c]);
-        }
-    }
-    MPI_T_pvar_session_free(&session);
-    MPI_T_finalize();
     free(buf);
     tc_expect_pvars(TC_PVAR_THIS_RANK, "send_bytes recv_bytes");
     return tc_finish();

@@ -4,7 +4,7 @@
 # reach each other only over the namespaces' veths), started by PRRTE's
 # ssh launcher through contrib/netns-agent (contrib/mpirun --hosts N).
 #
-#   bash tests/hosts.sh [--quick] [--provider P]... [--help]
+#   bash tests/hosts/hosts.sh [--quick] [--provider P]... [--help]
 #
 # One line per run:  PASS|FAIL|SKIP  hosts  TEST np=N hosts=H PROVIDER ...
 # then a summary; exit 1 if any run failed, else 0 (also when everything
@@ -15,14 +15,14 @@
 #             with one rank each; a subset on 3 hosts x 1 rank and on 2 hosts
 #             x 2 ranks; rma_atomics (contention) on 3 hosts x 2 ranks (first
 #             provider only)
-#   hosts_rma tests/hosts-rma.c: puts, gets and fetch-and-op over
+#   hosts_rma tests/hosts/hosts-rma.c: puts, gets and fetch-and-op over
 #             MPI_Win_create, dynamic and MPI_Win_allocate windows, each
 #             flavour proven to go through our btl/ofi by its MPI_T counters
 #             (across hosts MPI_Win_allocate is not shared memory)
 #   provider  no provider include list, --mca btl_ofi_verbose 1: the
 #             provider our component picks must not be shm, no module on lo
 #   nics      2 NICs per host: one module per NIC on every rank, a large
-#             ping-pong (tests/hosts-nics.c) moving bytes on every module
+#             ping-pong (tests/hosts/hosts-nics.c) moving bytes on every module
 #             (btl_ofi_nic_* counters) and on both interfaces (kernel
 #             counters), then two-sided suite tests over both NICs
 # --quick: one run per suite test on 2 hosts, tcp;ofi_rxm only, plus the
@@ -35,7 +35,7 @@
 # hosts are removed at the end, whatever happened (trap EXIT).  Logs:
 # ${BTL_OFI_LOGDIR:-build/check-logs}/hosts.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=contrib/lib.sh
 . "$ROOT/contrib/lib.sh"
 
@@ -127,22 +127,15 @@ trap 'exit 129' HUP
 "$HOSTS" down >"$LOGDIR/down.log" 2>&1 || true
 
 # ------------------------------------------------------------------
-# Build: the component and the suite (no-ops when up to date), and the two
-# programs of this lane.
+# Build: the component, the suite and the two programs of this directory
+# (tests/build.mk; no-ops when up to date).
 
-if ! make -s -C "$ROOT/standalone" component mpitests >"$LOGDIR/build.log" 2>&1; then
-    echo "hosts: building the component or the suite failed (see $LOGDIR/build.log);" \
-        "what did build still runs" >&2
+if ! make -s -k -C "$ROOT/standalone" BUILD="$BTL_OFI_BUILD" component mpitests hosts \
+    >"$LOGDIR/build.log" 2>&1; then
+    echo "hosts: building the component, the suite or the hosts programs failed" \
+        "(see $LOGDIR/build.log); what did build still runs" >&2
 fi
 eval "$("$ROOT/contrib/env")"
-mkdir -p "$BTL_OFI_BUILD/hosts"
-for prog in hosts-rma hosts-nics; do
-    src=$ROOT/tests/$prog.c bin=$BTL_OFI_BUILD/hosts/$prog
-    if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ] || [ "$ROOT/tests/mpi/common.h" -nt "$bin" ]; then
-        mpicc -O2 -g -Wall -Wextra -I"$ROOT/tests" -o "$bin" "$src" -lm \
-            >>"$LOGDIR/build.log" 2>&1 || rm -f "$bin"
-    fi
-done
 
 provider_ok() {
     command -v fi_info >/dev/null 2>&1 || return 0

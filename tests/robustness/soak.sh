@@ -1,9 +1,9 @@
 #!/bin/bash
 # Soak test of btl/ofi (contrib/check --soak):
 #
-#   tests/soak.sh [SECONDS]            default 600; 30 for a quick check
+#   tests/robustness/soak.sh [SECONDS]            default 600; 30 for a quick check
 #
-# np 4, 4 threads per rank under MPI_THREAD_MULTIPLE (tests/faults/soak.c):
+# np 4, 4 threads per rank under MPI_THREAD_MULTIPLE (tests/robustness/soak.c):
 # every cycle, every thread creates a window over fresh malloc'd memory,
 # does verified puts, gets and fetch_and_op in it, frees it, then runs a
 # verified isend/irecv exchange with every rank.  Meanwhile the resident
@@ -15,7 +15,8 @@
 # programs' MPI_T_init_thread(MPI_THREAD_SINGLE): Open MPI 5.0.7 takes that
 # as the library's thread level, so ob1's single-thread shortcut (one
 # cached request for blocking receives) was on while four threads ran.
-# faults_common.h now asks MPI_T for the level MPI was started with.
+# The programs' one MPI_T reader (tests/common/btl_ofi_pvars.c) now asks
+# MPI_T for the level MPI was started with.
 # SOAK_SERIAL=1 (soak -S: thread 0 alone creates a window per cycle while
 # the others wait) and SOAK_CHURN=N (N threads creating windows) remain.
 #
@@ -52,7 +53,7 @@
 # shellcheck disable=SC2054 # commas inside MCA values, not array separators
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
-. "$(dirname "$0")/faults/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 SECONDS_WANTED=${1:-600}
 case $SECONDS_WANTED in

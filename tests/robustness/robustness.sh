@@ -3,21 +3,21 @@
 #
 #   exhaust      providers' queues shrunk to 4 entries: many outstanding
 #                one-sided operations and sends complete, exact, no hang
-#   fault        libfabric failures injected by tests/faults/fi_fault.c
+#   fault        libfabric failures injected by tests/robustness/fi_fault.c
 #                (EAGAIN, EIO, error completions, fi_av_insert, fi_mr_reg)
 #   peer-death   a rank SIGKILLs itself mid-epoch / mid-exchange: the job
 #                ends quickly, nothing is left behind
 #   access       window buffers freed and reallocated at the same address
 #                get fresh registrations; access flags reported
 #
-#   tests/robustness.sh [LANE...]      (default: all four)
+#   tests/robustness/robustness.sh [LANE...]      (default: all four)
 #
 # One line per case: PASS|FAIL|SKIP  <lane>  <case>  <details>; logs under
-# build/faults/logs/.  Exit status 1 when any case failed.
+# build/robustness/logs/.  Exit status 1 when any case failed.
 # shellcheck disable=SC2054 # commas inside MCA values, not array separators
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
-. "$(dirname "$0")/faults/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 LANES=("$@")
 [ ${#LANES[@]} -gt 0 ] || LANES=(exhaust fault peer-death access)

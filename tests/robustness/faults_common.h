@@ -7,9 +7,9 @@
  */
 
 /*
- * Helpers shared by the robustness test programs: reading btl/ofi's MPI_T
- * counters, reporting MPI errors returned under MPI_ERRORS_RETURN, and the
- * one-line summaries the scripts parse.
+ * Helpers shared by the robustness test programs: btl/ofi's MPI_T counters
+ * (through tests/common/btl_ofi_pvars.h), reporting MPI errors returned
+ * under MPI_ERRORS_RETURN, and the one-line summaries the scripts parse.
  *
  * Lines the scripts read (one per rank):
  *   PVARS rank=R put=.. get=.. atomic=.. send=.. recv=.. flush=.. retry=.. error=.. mr_held=..
@@ -35,102 +35,29 @@
 #include <string.h>
 #include <time.h>
 
-static const char *const fc_pvar_names[] = {
-    "btl_ofi_put_count",  "btl_ofi_get_count",        "btl_ofi_atomic_count", "btl_ofi_send_count",
-    "btl_ofi_recv_count", "btl_ofi_flush_count",      "btl_ofi_retry_count",  "btl_ofi_error_count",
-    "btl_ofi_mr_count",   "btl_ofi_mr_release_count",
-};
-#define FC_NUM_PVARS (sizeof(fc_pvar_names) / sizeof(fc_pvar_names[0]))
+#include "btl_ofi_pvars.h"
 
-typedef struct {
-    MPI_T_pvar_session session;
-    MPI_T_pvar_handle handles[FC_NUM_PVARS];
-    int present[FC_NUM_PVARS];
-    int ready;
-} fc_pvars_t;
-
-static fc_pvars_t fc_pvars;
 static int fc_rank = -1;
 static long fc_mpi_errors;
 static long fc_mismatches;
 static long fc_ops_so_far;
 
 /* Called right after MPI_Init_thread: the counters exist only with our
- * component loaded; absent ones read as -1. */
+ * component loaded; absent ones read as -1.  MPI_T starts at the thread
+ * level MPI_Init_thread gave (see tests/common/btl_ofi_pvars.h). */
 static inline void fc_pvars_init(void)
 {
-    int level = MPI_THREAD_SINGLE, provided, count = 0;
-
-    /* Open MPI 5.0.7 sets the library's thread level to what
-     * MPI_T_init_thread asks for: asking for less than MPI_Init_thread gave
-     * turns ob1's single-thread shortcuts on under MPI_THREAD_MULTIPLE (two
-     * threads then share one receive request) */
-    MPI_Query_thread(&level);
-    if (MPI_SUCCESS != MPI_T_init_thread(level, &provided)) {
-        return;
-    }
-    if (MPI_SUCCESS != MPI_T_pvar_session_create(&fc_pvars.session)) {
-        return;
-    }
-    for (size_t i = 0; i < FC_NUM_PVARS; ++i) {
-        int idx;
-        if (MPI_SUCCESS == MPI_T_pvar_get_index(fc_pvar_names[i], MPI_T_PVAR_CLASS_COUNTER, &idx)
-            && MPI_SUCCESS
-                   == MPI_T_pvar_handle_alloc(fc_pvars.session, idx, NULL, &fc_pvars.handles[i],
-                                              &count)) {
-            fc_pvars.present[i] = 1;
-        }
-    }
-    fc_pvars.ready = 1;
-}
-
-static inline long fc_pvar(const char *name)
-{
-    for (size_t i = 0; i < FC_NUM_PVARS; ++i) {
-        unsigned long value = 0;
-        if (0 == strcmp(name, fc_pvar_names[i])) {
-            if (!fc_pvars.ready || !fc_pvars.present[i]
-                || MPI_SUCCESS != MPI_T_pvar_read(fc_pvars.session, fc_pvars.handles[i], &value)) {
-                return -1;
-            }
-            return (long) value;
-        }
-    }
-    return -1;
-}
-
-/* Provider memory registrations btl/ofi holds now (cached included); -1
- * without our component. */
-static inline long fc_mr_held(void)
-{
-    long made = fc_pvar("btl_ofi_mr_count"), released = fc_pvar("btl_ofi_mr_release_count");
-
-    return made < 0 || released < 0 ? -1 : made - released;
+    (void) btl_ofi_pvars_open();
 }
 
 static inline void fc_print_pvars(void)
 {
-    printf("PVARS rank=%d put=%ld get=%ld atomic=%ld send=%ld recv=%ld flush=%ld retry=%ld "
-           "error=%ld mr_held=%ld\n",
-           fc_rank, fc_pvar("btl_ofi_put_count"), fc_pvar("btl_ofi_get_count"),
-           fc_pvar("btl_ofi_atomic_count"), fc_pvar("btl_ofi_send_count"),
-           fc_pvar("btl_ofi_recv_count"), fc_pvar("btl_ofi_flush_count"),
-           fc_pvar("btl_ofi_retry_count"), fc_pvar("btl_ofi_error_count"), fc_mr_held());
-    fflush(stdout);
+    btl_ofi_pvars_print(stdout, fc_rank);
 }
 
 static inline void fc_pvars_fini(void)
 {
-    if (fc_pvars.ready) {
-        for (size_t i = 0; i < FC_NUM_PVARS; ++i) {
-            if (fc_pvars.present[i]) {
-                MPI_T_pvar_handle_free(fc_pvars.session, &fc_pvars.handles[i]);
-            }
-        }
-        MPI_T_pvar_session_free(&fc_pvars.session);
-        fc_pvars.ready = 0;
-    }
-    MPI_T_finalize();
+    btl_ofi_pvars_close();
 }
 
 /** "COMPONENT rank=R path=..." for every mca_btl_ofi.so mapped in this
