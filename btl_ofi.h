@@ -255,6 +255,8 @@ typedef struct mca_btl_ofi_event_t {
 
 #define MCA_BTL_OFI_DEFERRED_INITIAL 512 /**< first size of a context's parked ring */
 #define MCA_BTL_OFI_FAILED_MAX       8   /**< operations one work-hook call may fail */
+/** The progress thread's looks are at most this many idle periods apart. */
+#define MCA_BTL_OFI_IDLE_BACKOFF 16
 
 /**
  * Work a context's owner wants done under the context lock before its CQ
@@ -282,7 +284,8 @@ typedef struct mca_btl_ofi_context_t {
 
     /** serialises CQ reads, the parked ring and frag.c's two lists */
     opal_mutex_t lock;
-    /** 1 while one thread reads this CQ and hands its completions out (atomic) */
+    /** 1 while one application thread reads this CQ and hands its
+     * completions out (atomic; used when app_threads) */
     opal_atomic_int32_t delivering;
     /** completions read by posting paths or the progress thread, whose
      * callbacks wait for the application's next progress call: a ring
@@ -323,22 +326,25 @@ typedef struct mca_btl_ofi_context_t {
 /** One module per NIC.  Everything not marked otherwise is fixed at open. */
 typedef struct mca_btl_ofi_module_t {
     mca_btl_base_module_t super;
-    struct fi_info *info;            /**< our copy of the chosen fi_info */
-    struct fid_fabric *fabric;       /**< the provider's fabric */
-    struct fid_domain *domain;       /**< this NIC */
-    struct fid_av *av;               /**< peers' addresses; inserts under lock */
-    struct fid_ep *ep;               /**< scalable or plain endpoint */
-    bool is_scalable_ep;             /**< contexts are TX/RX contexts of a scalable endpoint */
-    int rx_ctx_bits;                 /**< AV bits naming a peer's RX context */
-    bool virt_addr;                  /**< FI_MR_VIRT_ADDR: peers address by virtual address */
-    bool prov_key;                   /**< FI_MR_PROV_KEY: the provider picks keys */
-    bool mr_endpoint;                /**< FI_MR_ENDPOINT: regions bind to the endpoint */
-    bool mr_local;                   /**< FI_MR_LOCAL: local buffers need a descriptor */
-    bool bypass_cache;               /**< provider caches registrations itself */
-    bool two_sided;                  /**< FI_MSG in use, receives posted */
-    bool use_inject;                 /**< FI_INJECT for small puts */
-    bool send_inject;                /**< fi_inject for small two-sided messages */
-    bool emulate_atomics;            /**< atomics are applied by the target's progress */
+    struct fi_info *info;      /**< our copy of the chosen fi_info */
+    struct fid_fabric *fabric; /**< the provider's fabric */
+    struct fid_domain *domain; /**< this NIC */
+    struct fid_av *av;         /**< peers' addresses; inserts under lock */
+    struct fid_ep *ep;         /**< scalable or plain endpoint */
+    bool is_scalable_ep;       /**< contexts are TX/RX contexts of a scalable endpoint */
+    int rx_ctx_bits;           /**< AV bits naming a peer's RX context */
+    bool virt_addr;            /**< FI_MR_VIRT_ADDR: peers address by virtual address */
+    bool prov_key;             /**< FI_MR_PROV_KEY: the provider picks keys */
+    bool mr_endpoint;          /**< FI_MR_ENDPOINT: regions bind to the endpoint */
+    bool mr_local;             /**< FI_MR_LOCAL: local buffers need a descriptor */
+    bool bypass_cache;         /**< provider caches registrations itself */
+    bool two_sided;            /**< FI_MSG in use, receives posted */
+    bool use_inject;           /**< FI_INJECT for small puts */
+    bool send_inject;          /**< fi_inject for small two-sided messages */
+    bool emulate_atomics;      /**< atomics are applied by the target's progress */
+    /** writes and reads complete at the origin with the bytes in place,
+     * so they name no delivery-complete (shm's cross-memory copy) */
+    bool origin_rma;
     size_t inject_size;              /**< largest injected transfer */
     int num_contexts;                /**< entries of contexts */
     mca_btl_ofi_context_t *contexts; /**< the communication contexts */
@@ -372,6 +378,7 @@ typedef struct mca_btl_ofi_component_t {
     int rd_num;                  /**< receive buffers per context */
     bool disable_inject;         /**< never inject */
     bool emulate_atomics;        /**< btl_ofi_emulate_atomics */
+    bool origin_rma;             /**< btl_ofi_origin_rma */
     bool disable_hmem;           /**< do not ask for FI_HMEM */
     int max_nics;                /**< at most this many modules */
     int mr_cache_max;            /**< registrations a module keeps, cached ones included */
@@ -381,6 +388,10 @@ typedef struct mca_btl_ofi_component_t {
     /** our locks and atomics are real: Open MPI runs threads or we run
      * our progress thread; set at init */
     bool threaded;
+    /** several application threads may call us (what Open MPI asked at
+     * init): what only the application touches (one-sided completion
+     * objects and counts, delivery order) needs atomics only then */
+    bool app_threads;
     size_t max_send_size; /**< two-sided buffer size */
     /** modules open; written by init and module finalize, which Open MPI
      * runs on one thread */
@@ -418,6 +429,14 @@ static inline void mca_btl_ofi_unlock(opal_mutex_t *lock)
     if (mca_btl_ofi_threaded()) {
         opal_mutex_unlock(lock);
     }
+}
+
+/* The progress thread never runs a completion that calls the layer above,
+ * so one-sided completion objects, outstanding counts and the order of
+ * delivery are the application threads' alone. */
+static inline bool mca_btl_ofi_app_threaded(void)
+{
+    return mca_btl_ofi_component.app_threads;
 }
 
 static inline opal_free_list_item_t *mca_btl_ofi_list_get(opal_free_list_t *list)
@@ -650,6 +669,28 @@ static inline int64_t mca_btl_ofi_add64(opal_atomic_int64_t *where, int64_t valu
     }
     *where += value;
     return *where;
+}
+
+/** mca_btl_ofi_add64 for what only application threads touch. */
+static inline void mca_btl_ofi_app_add64(opal_atomic_int64_t *where, int64_t value)
+{
+    if (mca_btl_ofi_app_threaded()) {
+        (void) opal_atomic_add_fetch_64(where, value);
+    } else {
+        *where += value;
+    }
+}
+
+/** mca_btl_ofi_count for counters only application threads touch. */
+static inline void mca_btl_ofi_app_count(mca_btl_ofi_module_t *module, mca_btl_ofi_counter_t which,
+                                         uint64_t value)
+{
+    if (mca_btl_ofi_app_threaded()) {
+        (void) opal_atomic_fetch_add_64((opal_atomic_int64_t *) &module->counters[which],
+                                        (int64_t) value);
+    } else {
+        module->counters[which] += value;
+    }
 }
 
 static inline int mca_btl_ofi_check_endpoint(const mca_btl_ofi_endpoint_t *endpoint)

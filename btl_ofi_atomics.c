@@ -505,7 +505,7 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     args->address = remote_address;
     rc = mca_btl_ofi_post(comp, module->emulate_atomics ? post_emulated_atomic : post, args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_ATOMIC, 1);
+        mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_ATOMIC, 1);
     }
     return rc;
 }

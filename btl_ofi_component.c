@@ -112,6 +112,12 @@ static int mca_btl_ofi_component_register(void)
                          "Apply atomics at the target, through our own messages, even "
                          "when the provider offers them (it always happens when it does not)",
                          &c->emulate_atomics, false);
+    (void) register_bool("origin_rma",
+                         "Let writes and reads complete at the origin where the provider can "
+                         "(shm with cross-memory attach): they then need no progress at the "
+                         "target, but each is a system call, slower than shm's queue while the "
+                         "target is in MPI",
+                         &c->origin_rma, false);
     (void) register_bool("disable_hmem", "Do not ask providers for device (HMEM) memory support",
                          &c->disable_hmem, false);
     (void) register_int("max_nics", "Largest number of NICs (modules) to use (1..16)", &c->max_nics,
@@ -560,7 +566,8 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     if (OPAL_SUCCESS != check_params()) {
         return NULL;
     }
-    c->threaded = enable_mpi_threads || enable_progress_threads || opal_using_threads();
+    c->app_threads = enable_mpi_threads || enable_progress_threads || opal_using_threads();
+    c->threaded = c->app_threads;
     /* the provider is asked for thread safety whenever our thread may run */
     threads = c->threaded || MCA_BTL_OFI_PROGRESS_THREAD_OFF != c->progress_thread;
 

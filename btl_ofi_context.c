@@ -32,7 +32,8 @@
  * (progress_async).  It runs our own completions (receive buffers, atomics
  * the target applies) and parks those that would call the layer above,
  * which the application then gets at its next progress call in CQ order;
- * the per-context "delivering" flag keeps one deliverer at a time.  It
+ * among application threads the per-context "delivering" flag keeps one
+ * deliverer at a time.  It
  * never takes a lock the application holds for long: a context it cannot
  * lock at once is left for the next look.
  */
@@ -408,12 +409,12 @@ static int park(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *event
  */
 static inline bool delivery_begin(mca_btl_ofi_context_t *context)
 {
-    return !mca_btl_ofi_threaded() || 0 == opal_atomic_swap_32(&context->delivering, 1);
+    return !mca_btl_ofi_app_threaded() || 0 == opal_atomic_swap_32(&context->delivering, 1);
 }
 
 static inline void delivery_end(mca_btl_ofi_context_t *context)
 {
-    if (mca_btl_ofi_threaded()) {
+    if (mca_btl_ofi_app_threaded()) {
         opal_atomic_wmb();
         context->delivering = 0;
     }
@@ -542,15 +543,33 @@ static struct {
     bool stop;            /**< guarded by lock */
 } progress_thread = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* A context the application did not progress since the last look. */
-static void look_at(mca_btl_ofi_context_t *context)
+/* A context the application did not progress since the last look gets
+ * the thread's progress; returns whether it did. */
+static bool look_at(mca_btl_ofi_context_t *context)
 {
     uint64_t seen = context->app_progress;
+    bool idle = seen == context->thread_seen;
 
-    if (seen == context->thread_seen) {
+    if (idle) {
         (void) progress_async(context);
     }
     context->thread_seen = seen;
+    return idle;
+}
+
+/* Every wake-up takes a core from a rank that may be spinning in MPI: while
+ * the application progresses everything itself the thread looks half as
+ * often each time, up to MCA_BTL_OFI_IDLE_BACKOFF looks apart, and back to
+ * every btl_ofi_progress_idle_us as soon as a context was left idle. */
+static int next_interval_us(int interval, bool stepped_in)
+{
+    int base = mca_btl_ofi_component.progress_idle_us;
+
+    if (stepped_in) {
+        return base;
+    }
+    return (interval < base * MCA_BTL_OFI_IDLE_BACKOFF / 2) ? interval * 2
+                                                            : base * MCA_BTL_OFI_IDLE_BACKOFF;
 }
 
 static void deadline_after_us(struct timespec *when, int us)
@@ -566,12 +585,15 @@ static void deadline_after_us(struct timespec *when, int us)
 static void *progress_thread_main(void *arg)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    int interval = c->progress_idle_us;
     struct timespec when;
 
     (void) arg;
     pthread_mutex_lock(&progress_thread.lock);
     while (!progress_thread.stop) {
-        deadline_after_us(&when, c->progress_idle_us);
+        bool stepped_in = false;
+
+        deadline_after_us(&when, interval);
         while (
             !progress_thread.stop
             && ETIMEDOUT
@@ -583,9 +605,10 @@ static void *progress_thread_main(void *arg)
         pthread_mutex_unlock(&progress_thread.lock);
         for (int m = 0; m < c->module_count; ++m) {
             for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
-                look_at(c->modules[m]->contexts + i);
+                stepped_in |= look_at(c->modules[m]->contexts + i);
             }
         }
+        interval = next_interval_us(interval, stepped_in);
         pthread_mutex_lock(&progress_thread.lock);
     }
     pthread_mutex_unlock(&progress_thread.lock);

@@ -199,6 +199,46 @@ static int open_rcache(mca_btl_ofi_module_t *module)
     return OPAL_SUCCESS;
 }
 
+/* Processes of one user may read and write each other's memory unless
+ * Yama restricts ptrace (process_vm_writev needs the same permission). */
+static bool cross_memory_attach_allowed(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int scope = 0;
+
+    if (NULL == f) {
+        return true;
+    }
+    if (1 != fscanf(f, "%d", &scope)) {
+        scope = 1;
+    }
+    fclose(f);
+    return 0 == scope;
+}
+
+/*
+ * shm (libfabric 1.17) copies a write or a read with process_vm_writev or
+ * process_vm_readv inside the call, with no command for the target to
+ * serve, when the domain has FI_MR_VIRT_ADDR and no RMA ordering and the
+ * call asks for neither delivery-complete nor remote CQ data: the bytes
+ * are in place when the call returns, which is all MPI's completion needs.
+ * Without cross-memory attach shm queues the transfer for the target
+ * instead and would report it complete too early, so then we keep
+ * delivery-complete.  No other provider promises this; they all keep it.
+ */
+static bool origin_completes_rma(const mca_btl_ofi_module_t *module)
+{
+    const struct fi_info *info = module->info;
+    uint64_t rma_order = FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW;
+
+#if defined(FI_ORDER_RMA_RAR)
+    rma_order |= FI_ORDER_RMA_RAR | FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAR | FI_ORDER_RMA_WAW;
+#endif
+    return mca_btl_ofi_component.origin_rma && 0 == strcmp(info->fabric_attr->prov_name, "shm")
+           && module->virt_addr && 0 == (info->tx_attr->msg_order & rma_order)
+           && cross_memory_attach_allowed();
+}
+
 static void describe_module(mca_btl_ofi_module_t *module)
 {
     int mr_mode = module->info->domain_attr->mr_mode;
@@ -220,6 +260,7 @@ static void describe_module(mca_btl_ofi_module_t *module)
      * (window_open in btl_ofi_frag.c): sockets, the provider that needs the
      * window, sends everything with fi_send */
     module->send_inject = module->use_inject && 0 != strcasecmp(prov, "sockets");
+    module->origin_rma = origin_completes_rma(module);
     module->next_key = 1;
 }
 
@@ -446,10 +487,11 @@ int mca_btl_ofi_module_open(mca_btl_ofi_module_t **module_out, struct fi_info *i
             return rc;
         }
     }
-    MCA_BTL_OFI_VERBOSE(1, "module %d on %s: %d context(s)%s, mr_mode 0x%x, inject %zu", index,
+    MCA_BTL_OFI_VERBOSE(1, "module %d on %s: %d context(s)%s, mr_mode 0x%x, inject %zu%s", index,
                         module->device_name, module->num_contexts,
                         module->is_scalable_ep ? " (scalable endpoint)" : "",
-                        (unsigned) module->info->domain_attr->mr_mode, module->inject_size);
+                        (unsigned) module->info->domain_attr->mr_mode, module->inject_size,
+                        module->origin_rma ? ", writes and reads complete at the origin" : "");
     *module_out = module;
     return OPAL_SUCCESS;
 }

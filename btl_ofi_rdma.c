@@ -63,10 +63,19 @@ void mca_btl_ofi_rdma_context_fini(mca_btl_ofi_context_t *context)
 /* ------------------------------------------------------------------ */
 /* Completions                                                         */
 
+static inline void comp_return(mca_btl_ofi_context_t *context, mca_btl_ofi_comp_t *comp)
+{
+    if (mca_btl_ofi_app_threaded()) {
+        opal_free_list_return_mt(&context->comps, &comp->super);
+    } else {
+        opal_free_list_return_st(&context->comps, &comp->super);
+    }
+}
+
 static inline void endpoint_op_done(mca_btl_ofi_comp_t *comp)
 {
-    (void) mca_btl_ofi_add64(&comp->context->outstanding, -1);
-    (void) mca_btl_ofi_add64(&comp->endpoint->outstanding, -1);
+    mca_btl_ofi_app_add64(&comp->context->outstanding, -1);
+    mca_btl_ofi_app_add64(&comp->endpoint->outstanding, -1);
 }
 
 static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
@@ -93,7 +102,7 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
         memcpy(local_address, &comp->operands[2], comp->result_size);
     }
     endpoint_op_done(comp);
-    mca_btl_ofi_list_return(&comp->context->comps, &comp->super);
+    comp_return(comp->context, comp);
     if (OPAL_SUCCESS != status) {
         mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_ERROR, 1);
     }
@@ -118,7 +127,9 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
     if (OPAL_UNLIKELY(context->outstanding >= mca_btl_ofi_component.progress_threshold)) {
         mca_btl_ofi_context_poll(context);
     }
-    comp = (mca_btl_ofi_comp_t *) mca_btl_ofi_list_get(&context->comps);
+    comp = (mca_btl_ofi_comp_t *) (mca_btl_ofi_app_threaded()
+                                       ? opal_free_list_get_mt(&context->comps)
+                                       : opal_free_list_get_st(&context->comps));
     if (OPAL_UNLIKELY(NULL == comp)) {
         return NULL;
     }
@@ -151,8 +162,8 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
 
     /* counted first: the completion may be reaped by another thread before
      * post() even returns */
-    (void) mca_btl_ofi_add64(&context->outstanding, 1);
-    (void) mca_btl_ofi_add64(&comp->endpoint->outstanding, 1);
+    mca_btl_ofi_app_add64(&context->outstanding, 1);
+    mca_btl_ofi_app_add64(&comp->endpoint->outstanding, 1);
     for (int attempt = 0;; ++attempt) {
         rc = post(comp, arg);
         if (OPAL_LIKELY(0 == rc)) {
@@ -165,7 +176,7 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
         mca_btl_ofi_context_poll(context);
     }
     endpoint_op_done(comp);
-    mca_btl_ofi_list_return(&context->comps, &comp->super);
+    comp_return(context, comp);
     if (-FI_EAGAIN == rc) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -205,6 +216,13 @@ static void rma_msg_fill(rma_msg_t *m, mca_btl_ofi_comp_t *comp, rma_args_t *a)
     };
 }
 
+/* What a write or a read names for MPI's remote completion: nothing where
+ * the provider completes it at the origin (module->origin_rma). */
+static inline uint64_t remote_completion(const mca_btl_ofi_comp_t *comp)
+{
+    return comp->module->origin_rma ? 0 : FI_DELIVERY_COMPLETE;
+}
+
 static ssize_t post_write(mca_btl_ofi_comp_t *comp, void *arg)
 {
     rma_args_t *a = arg;
@@ -214,18 +232,18 @@ static ssize_t post_write(mca_btl_ofi_comp_t *comp, void *arg)
     /* the buffer is free on return of an injected write; either way the
      * completion is reported once the data is delivered */
     return fi_writemsg(comp->context->tx, &m.msg,
-                       (a->inject ? FI_INJECT : 0) | FI_COMPLETION | FI_DELIVERY_COMPLETE);
+                       (a->inject ? FI_INJECT : 0) | FI_COMPLETION | remote_completion(comp));
 }
 
-/* Named too: under the endpoint's default (transmit-complete, for sends)
- * shm may serve a read by the origin's own copy, which checks no key: a
- * stale key would read whatever the address holds now. */
+/* Named per call like writes: the endpoint's default is transmit-complete
+ * on shm (for sends).  Where the origin copies (origin_rma) the target's
+ * key is not checked: MPI forbids access to a freed window anyway. */
 static ssize_t post_read(mca_btl_ofi_comp_t *comp, void *arg)
 {
     rma_msg_t m;
 
     rma_msg_fill(&m, comp, arg);
-    return fi_readmsg(comp->context->tx, &m.msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+    return fi_readmsg(comp->context->tx, &m.msg, FI_COMPLETION | remote_completion(comp));
 }
 
 /**
@@ -251,9 +269,9 @@ static int start_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpo
     args->rkey = remote_handle->rkey;
     rc = mca_btl_ofi_post(comp, is_put ? post_write : post_read, args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        mca_btl_ofi_count(module, is_put ? MCA_BTL_OFI_CNT_PUT : MCA_BTL_OFI_CNT_GET, 1);
-        mca_btl_ofi_count(module, is_put ? MCA_BTL_OFI_CNT_PUT_BYTES : MCA_BTL_OFI_CNT_GET_BYTES,
-                          args->size);
+        mca_btl_ofi_app_count(module, is_put ? MCA_BTL_OFI_CNT_PUT : MCA_BTL_OFI_CNT_GET, 1);
+        mca_btl_ofi_app_count(
+            module, is_put ? MCA_BTL_OFI_CNT_PUT_BYTES : MCA_BTL_OFI_CNT_GET_BYTES, args->size);
     }
     return rc;
 }
@@ -325,7 +343,7 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
-    mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_FLUSH, 1);
+    mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_FLUSH, 1);
     if (NULL != endpoint) {
         while (endpoint->outstanding > 0) {
             (void) mca_btl_ofi_progress_module(module);

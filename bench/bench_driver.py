@@ -27,16 +27,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BTL_OFI_BUILD", os.path.join(ROOT, "build"))
 MPIRUN = os.path.join(ROOT, "contrib", "mpirun")
 
-IMPLS = ("ours", "upstream", "raw")
+# ours; ours with its progress thread off; upstream's btl/ofi; Open MPI's
+# btl/sm under osc/rdma (one node); raw libfabric.
+IMPLS = ("ours", "nothread", "upstream", "sm", "raw")
+# (csv column, row key, other implementation, table heading)
+RATIOS = (("ours_over_upstream", "r_up", "upstream", "ours/upstream"),
+          ("ours_over_raw", "r_raw", "raw", "ours/raw"),
+          ("ours_over_nothread", "r_nothread", "nothread", "ours/thread off"),
+          ("ours_over_sm", "r_sm", "sm", "ours/btl sm"))
 
 # Benchmarks in the order the programs run them (osc_bench and fi_bench
 # walk their own tables, not the -t list).
 OSC_TESTS = ["put_lat", "get_lat", "put_bw", "get_bw", "put_bibw", "put_rate",
-             "acc_lat", "gacc_lat", "fop_lat", "cas_lat"]
+             "acc_lat", "gacc_lat", "fop_lat", "cas_lat",
+             "busy_put_lat", "busy_get_lat", "busy_fop_lat"]
 P2P_TESTS = ["pingpong", "p2p_bw"]
 RAW_TESTS = ["put_lat", "get_lat", "put_bw", "get_bw", "put_rate",
              "fop_lat", "cas_lat", "acc_lat"]
-ATOMICS = {"acc_lat", "gacc_lat", "fop_lat", "cas_lat"}
+# The target computes outside MPI while the origin measures (p99, us).
+BUSY_TESTS = {"busy_put_lat", "busy_get_lat", "busy_fop_lat"}
+# Tests measured at 8 bytes only: the atomics and the busy-target rows.
+ATOMICS = {"acc_lat", "gacc_lat", "fop_lat", "cas_lat"} | BUSY_TESTS
 P2P_PROGRAM_NAME = {"pingpong": "pingpong", "p2p_bw": "bw"}
 
 UNITS = {"lat": "us", "bw": "MB/s", "rate": "msg/s"}
@@ -252,6 +263,11 @@ class Bench:
         self.launch_count = 0
         self._raw_spin = None
         self.selected = self.select_benchmarks(args.tests)
+        self.impls = [i for i in args.impls.split(",") if i]
+        bad = [i for i in self.impls if i not in IMPLS]
+        if bad or "ours" not in self.impls:
+            sys.exit("contrib/bench: --impls takes ours and any of %s (got %s)"
+                     % (" ".join(IMPLS), args.impls))
 
     @staticmethod
     def select_benchmarks(spec):
@@ -274,9 +290,17 @@ class Bench:
         return sizes
 
     def supported(self, impl, bench):
+        if impl not in self.impls:
+            return False
         if impl == "raw":
             return bench in RAW_TESTS and self.args.hosts == 1 and \
                 os.access(os.path.join(BUILD, "fi_bench"), os.X_OK)
+        if impl == "sm":
+            return bench in OSC_TESTS and self.args.hosts == 1
+        if impl == "nothread":
+            # without the thread a busy target stalls every origin until it
+            # stops computing: the number would be the benchmark's own cap
+            return bench not in BUSY_TESTS
         return True
 
     # Upstream's btl/ofi is one-sided only: ob1 needs another BTL to reach
@@ -288,7 +312,7 @@ class Bench:
     def mpirun_prefix(self, impl, group):
         p = self.provider
         cmd = [MPIRUN]
-        if impl == "upstream":
+        if impl in ("upstream", "sm"):
             cmd.append("--stock")
         if self.args.hosts > 1 and not self.args.hostfile:
             # the simulated hosts of contrib/hosts: one rank on each of two
@@ -297,9 +321,13 @@ class Bench:
         if self.args.hosts > 1 and self.args.hostfile:
             cmd += ["--hostfile", self.args.hostfile, "--map-by", "ppr:1:node"]
         cmd += ["--mca", "pml", "ob1"]
-        if impl == "ours":
+        if impl in ("ours", "nothread"):
             cmd += ["--mca", "btl", "ofi,self", "--mca", "osc", "rdma",
                     "--mca", "btl_ofi_provider_include", p]
+            if impl == "nothread":
+                cmd += ["--mca", "btl_ofi_progress_thread", "off"]
+        elif impl == "sm":
+            cmd += ["--mca", "btl", "sm,self", "--mca", "osc", "rdma"]
         elif group == "osc":
             # Verbose selection output tells whether upstream's btl/ofi
             # really carried the window or osc/rdma fell back to sm.
@@ -634,8 +662,8 @@ class Bench:
                 for impl in IMPLS:
                     v, n, word = self.cell(impl, b, s)
                     row[impl], row["n_" + impl], row["word_" + impl] = v, n, word
-                row["r_up"] = ratio(row["ours"], row["upstream"])
-                row["r_raw"] = ratio(row["ours"], row["raw"])
+                for _, key, other, _ in RATIOS:
+                    row[key] = ratio(row["ours"], row[other])
                 out.append(row)
         return out
 
@@ -690,29 +718,32 @@ class Bench:
                             x["status"]])
         with open(os.path.join(self.out, "medians.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["benchmark", "size", "unit", "ours", "upstream", "raw",
-                        "ours_over_upstream", "ours_over_raw", "n_ours", "n_upstream", "n_raw"])
+            w.writerow(["benchmark", "size", "unit"] + list(IMPLS) +
+                       [col for col, _, _, _ in RATIOS] + ["n_" + i for i in IMPLS])
             for r in rows:
                 w.writerow([r["bench"], r["size"], r["unit"]] +
                            ["%.6g" % r[i] if r[i] is not None else r["word_" + i]
                             for i in IMPLS] +
-                           ["" if r["r_up"] is None else "%.4g" % r["r_up"],
-                            "" if r["r_raw"] is None else "%.4g" % r["r_raw"]] +
+                           ["" if r[key] is None else "%.4g" % r[key]
+                            for _, key, _, _ in RATIOS] +
                            [r["n_" + i] for i in IMPLS])
 
     def markdown_table(self, rows):
-        lines = ["| benchmark | size | unit | ours | upstream | raw | ours/upstream | ours/raw |",
-                 "|---|---:|---|---:|---:|---:|---:|---:|"]
+        impls = [i for i in IMPLS if i in self.impls]
+        ratios = [x for x in RATIOS if x[2] in self.impls]
+        lines = ["| benchmark | size | unit | %s | %s |" % (
+                     " | ".join(impls), " | ".join(x[3] for x in ratios)),
+                 "|---|---:|---|%s" % ("---:|" * (len(impls) + len(ratios)))]
         for r in rows:
             cells = []
-            for i in IMPLS:
+            for i in impls:
                 txt = num_or_word(r[i], r["word_" + i])
                 if r[i] is not None and r["n_" + i] < self.rounds:
                     txt += " (%d/%d)" % (r["n_" + i], self.rounds)
                 cells.append(txt)
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                r["bench"], fmt_size(r["size"]), r["unit"], *cells,
-                fmt_ratio(r["r_up"]), fmt_ratio(r["r_raw"])))
+            lines.append("| %s | %s | %s | %s |" % (
+                r["bench"], fmt_size(r["size"]), r["unit"],
+                " | ".join(cells + [fmt_ratio(r[x[1]]) for x in ratios])))
         return "\n".join(lines)
 
     def find_problems(self, rows):
@@ -778,7 +809,7 @@ class Bench:
                 continue
             data = os.path.join(self.out, "plots", b + ".dat")
             with open(data, "w") as f:
-                f.write("size ours upstream raw\n")
+                f.write("size %s\n" % " ".join(IMPLS))
                 for r in brows:
                     f.write("%d %s\n" % (r["size"], " ".join(
                         "?" if r[i] is None else "%.6g" % r[i] for i in IMPLS)))
@@ -796,7 +827,7 @@ class Bench:
             if cols:
                 data = os.path.join(self.out, "plots", "atomics.dat")
                 with open(data, "w") as f:
-                    f.write("test ours upstream raw\n")
+                    f.write("test %s\n" % " ".join(IMPLS))
                     for r in atoms:
                         f.write("%s %s\n" % (r["bench"], " ".join(
                             "?" if r[i] is None else "%.6g" % r[i] for i in IMPLS)))
@@ -875,7 +906,7 @@ class Bench:
         for k, v in m.items():
             L.append("| %s | %s |" % (k, v))
         L.append("")
-        L.append("Implementations (each round runs ours, upstream, raw in turn):")
+        L.append("Implementations (each round runs %s in turn):" % ", ".join(self.impls))
         L.append("")
         L.append("- **ours**: `contrib/mpirun -np 2 --mca pml ob1 --mca btl ofi,self "
                  "--mca osc rdma --mca btl_ofi_provider_include '%s'`" % self.provider)
@@ -886,6 +917,10 @@ class Bench:
                  "`refused`: upstream's btl/ofi did not take the provider (or osc/rdma did not "
                  "use it), so there is no upstream number to compare." % (
                      self.upstream_osc_btls(), self.provider))
+        L.append("- **nothread**: ours with `--mca btl_ofi_progress_thread off` (no number "
+                 "for the busy_* rows: its origins wait until the target stops computing).")
+        L.append("- **sm**: Open MPI's own btl/sm under osc/rdma, one node: `contrib/mpirun "
+                 "--stock -np 2 --mca pml ob1 --mca btl sm,self --mca osc rdma`.")
         L.append("- **raw**: `build/fi_bench %s-p '%s'` (libfabric alone, same fi_info "
                  "attributes; `n/a` where it has no equivalent test).  %s" % (
                      " ".join(self.raw_spin_flag()) + " " if self.raw_spin_flag() else "",
@@ -990,6 +1025,8 @@ def main():
     ap.add_argument("--hosts", type=int, default=1)
     ap.add_argument("--hostfile", default=os.environ.get("BTL_OFI_HOSTFILE"))
     ap.add_argument("--tests", help="comma-separated subset of: " + " ".join(all_benchmarks()))
+    ap.add_argument("--impls", default=",".join(IMPLS),
+                    help="comma-separated subset of: " + " ".join(IMPLS))
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--raw-spin", action="store_true",
                     help="run fi_bench with -S (spin, never yield)")

@@ -20,7 +20,7 @@ FI_BENCH_FABRIC_LDFLAGS ?= $(call fi_bench_pkgconfig,--libs-only-L)
 
 # (standalone/Makefile defines these; the defaults serve the use on its own)
 VALIDATE_SOURCES ?= $(BTL_OFI_ROOT)/btl_ofi_validate.c
-VALIDATE_HEADERS ?= $(BTL_OFI_ROOT)/btl_ofi_validate.h $(BTL_OFI_ROOT)/btl_ofi_modex.h
+VALIDATE_HEADERS ?= $(BTL_OFI_ROOT)/btl_ofi_validate.h
 
 BENCH_PROGS += $(BUILD)/fi_bench
 

@@ -10,6 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_driver import fmt_ratio, fmt_size, num_or_word  # noqa: E402
 
 ROWS = [("put_lat", 8), ("get_lat", 8), ("acc_lat", 8), ("gacc_lat", 8),
+        ("busy_put_lat", 8), ("busy_get_lat", 8), ("busy_fop_lat", 8),
         ("fop_lat", 8), ("cas_lat", 8), ("put_rate", 8), ("put_bw", 64 << 10),
         ("put_bw", 1 << 20), ("put_bw", 4 << 20), ("get_bw", 1 << 20),
         ("put_bibw", 1 << 20), ("pingpong", 8), ("pingpong", 1 << 20),
@@ -26,16 +27,18 @@ def number(text):
 
 def main(path):
     rows = {(r["benchmark"], int(r["size"])): r for r in csv.DictReader(open(path))}
-    print("| benchmark | size | unit | ours | upstream | raw | ours/upstream | ours/raw |")
-    print("|--|--:|--|--:|--:|--:|--:|--:|")
+    impls = ("ours", "nothread", "upstream", "sm", "raw")
+    ratios = ("ours_over_upstream", "ours_over_raw", "ours_over_nothread", "ours_over_sm")
+    print("| benchmark | size | unit | ours | thread off | upstream | btl/sm | raw | "
+          "ours/upstream | ours/raw | ours/thread off | ours/btl sm |")
+    print("|--|--:|--|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for bench, size in ROWS:
         r = rows.get((bench, size))
         if not r:
             continue
-        cells = [num_or_word(number(r[k]), r[k]) for k in ("ours", "upstream", "raw")]
-        ratios = [fmt_ratio(number(r[k])) for k in ("ours_over_upstream", "ours_over_raw")]
-        print("| %s | %s | %s | %s |" % (bench, fmt_size(size), r["unit"],
-                                         " | ".join(cells + ratios)))
+        cells = [num_or_word(number(r.get(k, "n/a")), r.get(k, "n/a")) for k in impls]
+        cells += [fmt_ratio(number(r.get(k, ""))) for k in ratios]
+        print("| %s | %s | %s | %s |" % (bench, fmt_size(size), r["unit"], " | ".join(cells)))
 
 
 if __name__ == "__main__":

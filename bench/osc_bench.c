@@ -7,10 +7,13 @@
  *             [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP] [-c CAP]
  *             [-q] [-T SECS]
  *
- * Two ranks.  Rank 0 is the origin and does all timing; rank 1 is the
+  * Two ranks.  Rank 0 is the origin and does all timing; rank 1 is the
  * target and waits in MPI_Barrier, which is where it drives progress, as a
  * passive target in OSU's lock_all mode does.  put_bibw makes both ranks
- * origins of each other.  Every result is checked (data patterns, atomic
+ * origins of each other.  The busy_* tests keep the target out of MPI:
+ * it computes until the origin, done, puts a flag into its window, and the
+ * value is the 99th percentile of the origin's operation latencies (a
+ * '#' line gives the median and the slowest).  Every result is checked (data patterns, atomic
  * counters and fetched values): a fast but wrong transport must not pass.
  *
  * stdout, per test: '#' header lines, one "size value" line per message
@@ -40,25 +43,37 @@ struct test_desc {
     enum bench_kind kind;
     bool both_ranks_origin;
     const char *what;
+    bool busy_target; /* the target computes outside MPI meanwhile */
 };
 
 static const struct test_desc tests[] = {
-    { "put_lat", OP_PUT, BENCH_LATENCY, false, "MPI_Put + MPI_Win_flush latency" },
-    { "get_lat", OP_GET, BENCH_LATENCY, false, "MPI_Get + MPI_Win_flush latency" },
-    { "put_bw", OP_PUT, BENCH_BANDWIDTH, false, "MPI_Put bandwidth, 64 per flush" },
-    { "get_bw", OP_GET, BENCH_BANDWIDTH, false, "MPI_Get bandwidth, 64 per flush" },
+    { "put_lat", OP_PUT, BENCH_LATENCY, false, "MPI_Put + MPI_Win_flush latency", false },
+    { "get_lat", OP_GET, BENCH_LATENCY, false, "MPI_Get + MPI_Win_flush latency", false },
+    { "put_bw", OP_PUT, BENCH_BANDWIDTH, false, "MPI_Put bandwidth, 64 per flush", false },
+    { "get_bw", OP_GET, BENCH_BANDWIDTH, false, "MPI_Get bandwidth, 64 per flush", false },
     { "put_bibw", OP_PUT, BENCH_BANDWIDTH, true,
-      "MPI_Put bidirectional bandwidth, 64 per flush" },
-    { "put_rate", OP_PUT, BENCH_RATE, false, "MPI_Put message rate, 64 per flush" },
+      "MPI_Put bidirectional bandwidth, 64 per flush", false },
+    { "put_rate", OP_PUT, BENCH_RATE, false, "MPI_Put message rate, 64 per flush", false },
     { "acc_lat", OP_ACC, BENCH_LATENCY, false,
-      "MPI_Accumulate(SUM, int64) + MPI_Win_flush latency" },
+      "MPI_Accumulate(SUM, int64) + MPI_Win_flush latency", false },
     { "gacc_lat", OP_GACC, BENCH_LATENCY, false,
-      "MPI_Get_accumulate(SUM, int64) + MPI_Win_flush latency" },
+      "MPI_Get_accumulate(SUM, int64) + MPI_Win_flush latency", false },
     { "fop_lat", OP_FOP, BENCH_LATENCY, false,
-      "MPI_Fetch_and_op(SUM, int64) + MPI_Win_flush latency" },
+      "MPI_Fetch_and_op(SUM, int64) + MPI_Win_flush latency", false },
     { "cas_lat", OP_CAS, BENCH_LATENCY, false,
-      "MPI_Compare_and_swap(int64) + MPI_Win_flush latency" },
+      "MPI_Compare_and_swap(int64) + MPI_Win_flush latency", false },
+    { "busy_put_lat", OP_PUT, BENCH_LATENCY, false,
+      "MPI_Put + MPI_Win_flush, 99th percentile, target computing", true },
+    { "busy_get_lat", OP_GET, BENCH_LATENCY, false,
+      "MPI_Get + MPI_Win_flush, 99th percentile, target computing", true },
+    { "busy_fop_lat", OP_FOP, BENCH_LATENCY, false,
+      "MPI_Fetch_and_op(SUM, int64) + MPI_Win_flush, 99th percentile, target computing", true },
 };
+
+/* Operations a busy-target test times at most, and how long the target
+ * computes at most when the flag never comes. */
+#define BUSY_MAX_OPS 2000
+#define BUSY_MAX_SECS 5.0
 #define NUM_TESTS (sizeof(tests) / sizeof(tests[0]))
 
 static const char *const flavour_names[] = { "create", "allocate", "dynamic" };
@@ -77,7 +92,8 @@ struct osc_state {
     MPI_Win win;
     unsigned char *win_buf;     /* this rank's exposed memory */
     unsigned char *origin_buf;  /* source of puts, destination of gets */
-    MPI_Aint peer_base;         /* displacement of the peer's window memory */
+        MPI_Aint peer_base;         /* displacement of the peer's window memory */
+    size_t win_len;             /* bytes of data in the window (a flag may follow) */
     /* Atomics: the counter at the target starts at 0 and every operation
      * adds one, so each fetched value is predictable. */
     int64_t one, compare, swap, result;
@@ -437,6 +453,85 @@ static double step_value(const struct test_desc *t, size_t size, long done, doub
     return (double)BENCH_WINDOW * (double)done / secs;
 }
 
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The flag the origin puts when done, after the test's data. */
+static size_t busy_flag_offset(size_t win_len)
+{
+    return (win_len + sizeof(int64_t) - 1) / sizeof(int64_t) * sizeof(int64_t);
+}
+
+/* The target: local loads of its own window memory and arithmetic, no MPI
+ * call, until the flag arrives. */
+static void busy_compute(struct osc_state *st, size_t flag_off)
+{
+    volatile int64_t *flag = (volatile int64_t *)(st->win_buf + flag_off);
+    volatile double x = 1.0;
+    double end = MPI_Wtime() + BUSY_MAX_SECS;
+
+    while (0 == *flag && MPI_Wtime() < end) {
+        for (int i = 0; i < 1000; i++)
+            x = x * 1.0000001 + 1e-9;
+    }
+}
+
+/* The origin: every operation timed on its own; returns the 99th
+ * percentile in microseconds. */
+static double busy_origin(struct osc_state *st, size_t size, const struct bench_plan *plan,
+                          size_t flag_off)
+{
+    long n = plan->iters < BUSY_MAX_OPS ? plan->iters : BUSY_MAX_OPS, done = 0;
+    double *lat = calloc((size_t)(n > 0 ? n : 1), sizeof(double)), warm, t0, p99;
+    int64_t one = 1;
+
+    MPI_Win_lock_all(0, st->win);
+    run_steps(st, size, plan->warmup < 10 ? plan->warmup : 10, plan->warmup_cap, &warm);
+    t0 = MPI_Wtime();
+    while (done < n && lat) {
+        double t = MPI_Wtime();
+        one_step(st, size);
+        lat[done++] = MPI_Wtime() - t;
+        if (plan->timed_cap > 0 && MPI_Wtime() - t0 >= plan->timed_cap)
+            break;
+    }
+    MPI_Put(&one, 1, MPI_INT64_T, st->peer, st->peer_base + (MPI_Aint)flag_off, 1,
+            MPI_INT64_T, st->win);
+    MPI_Win_unlock_all(st->win);
+    if (!lat || done == 0) {
+        free(lat);
+        return 0;
+    }
+    qsort(lat, (size_t)done, sizeof(double), compare_double);
+    p99 = lat[(done * 99) / 100] * 1e6;
+    printf("# %s %zu: %ld ops, median %.3f us, 99th percentile %.3f us, slowest %.3f us\n",
+           st->t->name, size, done, lat[done / 2] * 1e6, p99, lat[done - 1] * 1e6);
+    free(lat);
+    return p99;
+}
+
+static double measure_busy(struct osc_state *st, size_t size, const struct bench_plan *plan,
+                           size_t flag_off)
+{
+    double value = 0;
+
+    if (is_target(st)) {
+        lock_self(st);
+        memset(st->win_buf + flag_off, 0, sizeof(int64_t));
+        unlock_self(st);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (is_origin(st))
+        value = busy_origin(st, size, plan, flag_off);
+    else
+        busy_compute(st, flag_off);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return validate_size(st, size) ? -1 : value;
+}
+
 /* Returns the value for this size on rank 0, or a negative number when the
  * data was wrong. */
 static double measure_size(struct osc_state *st, size_t size)
@@ -445,9 +540,12 @@ static double measure_size(struct osc_state *st, size_t size)
     double secs = 0, value = 0, total = 0;
     long done = 0;
 
-    bench_plan_for(&st->opt->common, st->t->kind, size, &plan);
+        bench_plan_for(&st->opt->common, st->t->kind, size, &plan);
     prepare_size(st, size);
+    if (st->t->busy_target)
+        return measure_busy(st, size, &plan, busy_flag_offset(st->win_len));
     MPI_Barrier(MPI_COMM_WORLD);
+
 
     if (is_origin(st)) {
         double warm;
@@ -490,11 +588,14 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
     size_t win_len = bench_sizes_max(sizes);
     int status = 0;
 
-    st->t = t;
+        st->t = t;
     if (win_len < sizeof(int64_t))
         win_len = sizeof(int64_t);
+    st->win_len = win_len;
     st->origin_buf = bench_alloc(win_len);
-    if (!st->origin_buf || create_window(st, win_len)) {
+    if (!st->origin_buf ||
+        create_window(st, t->busy_target ? busy_flag_offset(win_len) + sizeof(int64_t)
+                                         : win_len)) {
         fprintf(stderr, "osc_bench: rank %d: cannot create a %s window of %zu bytes\n",
                 st->rank, flavour_names[opt->flavour], win_len);
         MPI_Abort(MPI_COMM_WORLD, 1);

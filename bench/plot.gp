@@ -3,7 +3,7 @@
 #   gnuplot -e "datafile='x.dat'; outfile='x.png'; ttl='...'; ylab='...'; \
 #               cols='2 3 4'; style='lines'" bench/plot.gp
 #
-# datafile: a header line "size ours upstream raw", then one line per size
+# datafile: a header line "size" and the implementations, then one line per size
 # (or per test name with style='bars'), '?' where there is no number.
 # cols: the columns that hold at least one number (gnuplot refuses to plot
 # a column without any).
@@ -20,7 +20,7 @@ set datafile missing "?"
 set key outside right top vertical box
 set grid
 set logscale y
-colours = "#1f77b4 #d62728 #2ca02c"
+colours = "#1f77b4 #ff7f0e #d62728 #9467bd #2ca02c"
 
 if (style eq 'bars') {
     set style data histograms

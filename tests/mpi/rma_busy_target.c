@@ -1,7 +1,7 @@
 /*
  * Passive-target RMA while the target computes without MPI calls.
  *
- * Rank 0 computes for COMPUTE seconds (-s, default 4) with no MPI call.
+ * Rank 0 computes for COMPUTE seconds (-s, default 3) with no MPI call.
  * Meanwhile every other rank runs ROUNDS (-r, default 100) rounds of
  * MPI_Fetch_and_op (SUM) on a counter of rank 0, MPI_Put of a value into
  * its own slot there and MPI_Get of it back, each followed by
@@ -108,7 +108,7 @@ static void run_origin(tc_window_t *w, int rounds, double compute, double start)
 int main(int argc, char **argv)
 {
     int rounds = 100, opt;
-    double compute = 4.0, start;
+    double compute = 3.0, start;
     tc_window_t w;
 
     tc_init(&argc, &argv, "rma_busy_target");
