@@ -651,46 +651,40 @@ int mca_btl_ofi_frag_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_fra
 /* ------------------------------------------------------------------ */
 /* Inline helpers for the hot paths.                                   */
 
-static inline void mca_btl_ofi_count(mca_btl_ofi_module_t *module, mca_btl_ofi_counter_t which,
-                                     uint64_t value)
+/** Add @p value to @p where, atomically when @p shared. */
+static inline int64_t mca_btl_ofi_add_to(opal_atomic_int64_t *where, int64_t value, bool shared)
 {
-    if (mca_btl_ofi_threaded()) {
-        (void) opal_atomic_fetch_add_64((opal_atomic_int64_t *) &module->counters[which],
-                                        (int64_t) value);
-    } else {
-        module->counters[which] += value;
-    }
-}
-
-static inline int64_t mca_btl_ofi_add64(opal_atomic_int64_t *where, int64_t value)
-{
-    if (mca_btl_ofi_threaded()) {
+    if (shared) {
         return opal_atomic_add_fetch_64(where, value);
     }
     *where += value;
     return *where;
 }
 
+static inline int64_t mca_btl_ofi_add64(opal_atomic_int64_t *where, int64_t value)
+{
+    return mca_btl_ofi_add_to(where, value, mca_btl_ofi_threaded());
+}
+
 /** mca_btl_ofi_add64 for what only application threads touch. */
 static inline void mca_btl_ofi_app_add64(opal_atomic_int64_t *where, int64_t value)
 {
-    if (mca_btl_ofi_app_threaded()) {
-        (void) opal_atomic_add_fetch_64(where, value);
-    } else {
-        *where += value;
-    }
+    (void) mca_btl_ofi_add_to(where, value, mca_btl_ofi_app_threaded());
+}
+
+static inline void mca_btl_ofi_count(mca_btl_ofi_module_t *module, mca_btl_ofi_counter_t which,
+                                     uint64_t value)
+{
+    (void) mca_btl_ofi_add_to((opal_atomic_int64_t *) &module->counters[which], (int64_t) value,
+                              mca_btl_ofi_threaded());
 }
 
 /** mca_btl_ofi_count for counters only application threads touch. */
 static inline void mca_btl_ofi_app_count(mca_btl_ofi_module_t *module, mca_btl_ofi_counter_t which,
                                          uint64_t value)
 {
-    if (mca_btl_ofi_app_threaded()) {
-        (void) opal_atomic_fetch_add_64((opal_atomic_int64_t *) &module->counters[which],
-                                        (int64_t) value);
-    } else {
-        module->counters[which] += value;
-    }
+    (void) mca_btl_ofi_add_to((opal_atomic_int64_t *) &module->counters[which], (int64_t) value,
+                              mca_btl_ofi_app_threaded());
 }
 
 static inline int mca_btl_ofi_check_endpoint(const mca_btl_ofi_endpoint_t *endpoint)

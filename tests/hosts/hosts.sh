@@ -175,6 +175,7 @@ run_mpi() {
         fi
         extra_label+=" ${mpi_args[i]}"
     done
+    [ ${#prog_args[@]} -lt 2 ] || extra_label+=" -- ${prog_args[*]:1}"
     [ "$nics" = 1 ] || extra_label=" nics=$nics$extra_label"
     local label="$name np=$np hosts=$hosts $label_prov${extra_label:+ $extra_label}"
 
@@ -342,12 +343,21 @@ run_suite() {
             [[ $seen != *" $name "* ]] || continue
         fi
         seen+="$name "
-        local extra_args=()
+        local extra_args=() prog_args=() i
         # shellcheck disable=SC2206 # manifest words, as contrib/check reads them
         [ -z "$extra" ] || extra_args=($extra)
+        # words after "--" are the program's, as in contrib/check
+        for i in "${!extra_args[@]}"; do
+            if [ "${extra_args[$i]}" = "--" ]; then
+                prog_args=("${extra_args[@]:i+1}")
+                extra_args=("${extra_args[@]:0:i}")
+                break
+            fi
+        done
         cur_np=$np cur_nics=$nics
         run_mpi "$name" "$np" "$hosts" "$nics" "$prov" - "${SUITE_ENV[@]}" \
-            ${extra_args[@]+"${extra_args[@]}"} -- "$BTL_OFI_BUILD/mpi/$name"
+            ${extra_args[@]+"${extra_args[@]}"} -- "$BTL_OFI_BUILD/mpi/$name" \
+            ${prog_args[@]+"${prog_args[@]}"}
     done < <(suite_lines "$prov")
 }
 

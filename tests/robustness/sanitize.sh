@@ -136,6 +136,10 @@ lane_asan() {
     asan_case rma_flood/tcp+ofi_rxm ok "tcp;ofi_rxm" "$FAULTS_OUT/rma_flood" -r 4 -p 128 -q
     asan_case p2p_flood/shm ok shm "$FAULTS_OUT/p2p_flood" -r 2 -m 64 -q
     asan_case win_realloc ok sockets "$FAULTS_OUT/win_realloc" -n 4
+    # the progress thread started, driving a computing target and a spinning
+    # lock home, stopped and joined; lock assertions are compiled in here
+    asan_case tests-mpi/rma_busy_target ok shm "$MPI_TESTS/rma_busy_target" -s 1 -r 50
+    asan_case tests-mpi/rma_spin_lock ok sockets "$MPI_TESTS/rma_spin_lock" -t 2 -n 20
     # MPI_THREAD_MULTIPLE: windows and messages from 2 threads per rank
     asan_case soak-threads ok shm "$FAULTS_OUT/soak" -s 15 -t 2
     ASAN_EXTRA=(-x MALLOC_MMAP_THRESHOLD_=65536)

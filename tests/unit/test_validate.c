@@ -233,6 +233,33 @@ static void test_progress_mode(void **state)
     assert_true(mca_btl_ofi_parse_progress_mode("sometimes") < 0);
 }
 
+static void test_progress_thread(void **state)
+{
+    const char *why = NULL;
+
+    (void) state;
+    assert_int_equal(mca_btl_ofi_parse_progress_thread("auto"), MCA_BTL_OFI_PROGRESS_THREAD_AUTO);
+    assert_int_equal(mca_btl_ofi_parse_progress_thread(NULL), MCA_BTL_OFI_PROGRESS_THREAD_AUTO);
+    assert_int_equal(mca_btl_ofi_parse_progress_thread("ON"), MCA_BTL_OFI_PROGRESS_THREAD_ON);
+    assert_int_equal(mca_btl_ofi_parse_progress_thread("1"), MCA_BTL_OFI_PROGRESS_THREAD_ON);
+    assert_int_equal(mca_btl_ofi_parse_progress_thread("off"), MCA_BTL_OFI_PROGRESS_THREAD_OFF);
+    assert_int_equal(mca_btl_ofi_parse_progress_thread("no"), MCA_BTL_OFI_PROGRESS_THREAD_OFF);
+    assert_true(mca_btl_ofi_parse_progress_thread("sometimes") < 0);
+
+    /* auto: a thread for manual data progress, none for a provider that
+     * moves data on its own; on and off are obeyed whatever the provider */
+    assert_true(mca_btl_ofi_progress_thread_wanted(MCA_BTL_OFI_PROGRESS_THREAD_AUTO,
+                                                   FI_PROGRESS_MANUAL, &why));
+    assert_non_null(strstr(why, "manual"));
+    assert_false(mca_btl_ofi_progress_thread_wanted(MCA_BTL_OFI_PROGRESS_THREAD_AUTO,
+                                                    FI_PROGRESS_AUTO, &why));
+    assert_non_null(strstr(why, "FI_PROGRESS_AUTO"));
+    assert_true(mca_btl_ofi_progress_thread_wanted(MCA_BTL_OFI_PROGRESS_THREAD_ON,
+                                                   FI_PROGRESS_AUTO, NULL));
+    assert_false(mca_btl_ofi_progress_thread_wanted(MCA_BTL_OFI_PROGRESS_THREAD_OFF,
+                                                    FI_PROGRESS_MANUAL, NULL));
+}
+
 /* ---- modex ---- */
 
 static size_t build_blob(unsigned char *buf, const char *prov, int count, const char **names)
@@ -299,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_lists),
         cmocka_unit_test(test_clamp),
         cmocka_unit_test(test_progress_mode),
+        cmocka_unit_test(test_progress_thread),
         cmocka_unit_test(test_modex_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
