@@ -189,7 +189,7 @@ typedef struct mca_btl_ofi_ctx_hdr_t {
  * call returns.
  */
 typedef struct mca_btl_ofi_comp_t {
-    opal_free_list_item_t super;
+    opal_free_list_item_t super;           /**< on its context's comps list when free */
     mca_btl_ofi_ctx_hdr_t ctx;             /**< completion callback: btl_ofi_rdma.c's */
     struct mca_btl_ofi_module_t *module;   /**< module it was posted on */
     struct mca_btl_ofi_context_t *context; /**< context it was posted on and returns to */
@@ -325,23 +325,23 @@ typedef struct mca_btl_ofi_context_t {
 
 /** One module per NIC.  Everything not marked otherwise is fixed at open. */
 typedef struct mca_btl_ofi_module_t {
-    mca_btl_base_module_t super;
-    struct fi_info *info;      /**< our copy of the chosen fi_info */
-    struct fid_fabric *fabric; /**< the provider's fabric */
-    struct fid_domain *domain; /**< this NIC */
-    struct fid_av *av;         /**< peers' addresses; inserts under lock */
-    struct fid_ep *ep;         /**< scalable or plain endpoint */
-    bool is_scalable_ep;       /**< contexts are TX/RX contexts of a scalable endpoint */
-    int rx_ctx_bits;           /**< AV bits naming a peer's RX context */
-    bool virt_addr;            /**< FI_MR_VIRT_ADDR: peers address by virtual address */
-    bool prov_key;             /**< FI_MR_PROV_KEY: the provider picks keys */
-    bool mr_endpoint;          /**< FI_MR_ENDPOINT: regions bind to the endpoint */
-    bool mr_local;             /**< FI_MR_LOCAL: local buffers need a descriptor */
-    bool bypass_cache;         /**< provider caches registrations itself */
-    bool two_sided;            /**< FI_MSG in use, receives posted */
-    bool use_inject;           /**< FI_INJECT for small puts */
-    bool send_inject;          /**< fi_inject for small two-sided messages */
-    bool emulate_atomics;      /**< atomics are applied by the target's progress */
+    mca_btl_base_module_t super; /**< the BTL function table and limits (template's copy) */
+    struct fi_info *info;        /**< our copy of the chosen fi_info */
+    struct fid_fabric *fabric;   /**< the provider's fabric */
+    struct fid_domain *domain;   /**< this NIC */
+    struct fid_av *av;           /**< peers' addresses; inserts under lock */
+    struct fid_ep *ep;           /**< scalable or plain endpoint */
+    bool is_scalable_ep;         /**< contexts are TX/RX contexts of a scalable endpoint */
+    int rx_ctx_bits;             /**< AV bits naming a peer's RX context */
+    bool virt_addr;              /**< FI_MR_VIRT_ADDR: peers address by virtual address */
+    bool prov_key;               /**< FI_MR_PROV_KEY: the provider picks keys */
+    bool mr_endpoint;            /**< FI_MR_ENDPOINT: regions bind to the endpoint */
+    bool mr_local;               /**< FI_MR_LOCAL: local buffers need a descriptor */
+    bool bypass_cache;           /**< provider caches registrations itself */
+    bool two_sided;              /**< FI_MSG in use, receives posted */
+    bool use_inject;             /**< FI_INJECT for small puts */
+    bool send_inject;            /**< fi_inject for small two-sided messages */
+    bool emulate_atomics;        /**< atomics are applied by the target's progress */
     /** writes and reads complete at the origin with the bytes in place,
      * so they name no delivery-complete (shm's cross-memory copy) */
     bool origin_rma;
@@ -369,22 +369,22 @@ typedef struct mca_btl_ofi_module_t {
 
 /** The component.  Parameters are set at registration and checked at init. */
 typedef struct mca_btl_ofi_component_t {
-    mca_btl_base_component_3_0_0_t super;
-    int mode;                    /**< btl_ofi_mode (MCA_BTL_OFI_MODE_*) */
-    int num_cq_read;             /**< completions per fi_cq_read */
-    int num_contexts_per_module; /**< btl_ofi_num_contexts_per_module */
-    bool disable_sep;            /**< never use a scalable endpoint */
-    int progress_threshold;      /**< outstanding ops before posting drives progress */
-    int rd_num;                  /**< receive buffers per context */
-    bool disable_inject;         /**< never inject */
-    bool emulate_atomics;        /**< btl_ofi_emulate_atomics */
-    bool origin_rma;             /**< btl_ofi_origin_rma */
-    bool disable_hmem;           /**< do not ask for FI_HMEM */
-    int max_nics;                /**< at most this many modules */
-    int mr_cache_max;            /**< registrations a module keeps, cached ones included */
-    int output;                  /**< our verbose stream (common/ofi's) */
-    int progress_thread;         /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
-    int progress_idle_us;        /**< app idle time after which the thread steps in */
+    mca_btl_base_component_3_0_0_t super; /**< what the MCA framework calls */
+    int mode;                             /**< btl_ofi_mode (MCA_BTL_OFI_MODE_*) */
+    int num_cq_read;                      /**< completions per fi_cq_read */
+    int num_contexts_per_module;          /**< btl_ofi_num_contexts_per_module */
+    bool disable_sep;                     /**< never use a scalable endpoint */
+    int progress_threshold;               /**< outstanding ops before posting drives progress */
+    int rd_num;                           /**< receive buffers per context */
+    bool disable_inject;                  /**< never inject */
+    bool emulate_atomics;                 /**< btl_ofi_emulate_atomics */
+    bool origin_rma;                      /**< btl_ofi_origin_rma */
+    bool disable_hmem;                    /**< do not ask for FI_HMEM */
+    int max_nics;                         /**< at most this many modules */
+    int mr_cache_max;                     /**< registrations a module keeps, cached ones included */
+    int output;                           /**< our verbose stream (common/ofi's) */
+    int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
+    int progress_idle_us;                 /**< app idle time after which the thread steps in */
     /** our locks and atomics are real: Open MPI runs threads or we run
      * our progress thread; set at init */
     bool threaded;
