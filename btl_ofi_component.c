@@ -518,7 +518,7 @@ static int open_modules(struct fi_info **nics, int count)
 
 /* The thread is decided per provider: one that moves data on its own
  * needs none.  Without it, progress stays the application's alone. */
-static void start_progress_thread(bool provider_thread_safe)
+static void start_progress_thread(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     const char *why = NULL;
@@ -527,10 +527,6 @@ static void start_progress_thread(bool provider_thread_safe)
     if (!mca_btl_ofi_progress_thread_wanted(
             c->progress_thread, c->modules[0]->info->domain_attr->data_progress, &why)) {
         MCA_BTL_OFI_VERBOSE(1, "no progress thread: %s", why);
-        return;
-    }
-    if (!provider_thread_safe) {
-        MCA_BTL_OFI_VERBOSE(1, "no progress thread: the provider was not opened thread-safe");
         return;
     }
     c->threaded = true;
@@ -618,7 +614,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     if (OPAL_SUCCESS != mca_btl_ofi_modex_send()) {
         goto out;
     }
-    start_progress_thread(threads);
+    start_progress_thread();
 
     result = calloc(c->module_count, sizeof(*result));
     if (NULL == result) {

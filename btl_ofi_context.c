@@ -29,7 +29,7 @@
  * place) calls nobody.  One thread per process wakes every
  * btl_ofi_progress_idle_us and looks at each context: if no application
  * thread progressed it since the last look, it drives the provider itself
- * (progress_async).  It runs our own completions (receive buffers, atomics
+ * (progress_context).  It runs our own completions (receive buffers, atomics
  * the target applies) and parks those that would call the layer above,
  * which the application then gets at its next progress call in CQ order;
  * among application threads the per-context "delivering" flag keeps one
@@ -426,11 +426,19 @@ static inline bool work_due(const mca_btl_ofi_context_t *context)
     return NULL != context->work && (context->pending_count > 0 || context->unposted_count > 0);
 }
 
-int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
+/*
+ * One pass over a context: the work hook, then (for an application
+ * thread, @p may_call_up) the parked completions, then one batch of the
+ * CQ, read under the lock and run without it: callbacks may post new
+ * operations.  The progress thread passes false: parked completions stay
+ * for an application thread, and those it reads that would call the layer
+ * above are parked behind them.
+ */
+static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
 {
     mca_btl_ofi_event_t events[MCA_BTL_OFI_FAILED_MAX + MCA_BTL_OFI_CQ_BATCH_LIMIT];
     int batch = mca_btl_ofi_component.num_cq_read;
-    int n = 0, parked;
+    int n = 0, parked = 0, kept = 0;
 
     if (!delivery_begin(context)) {
         return 0; /* another thread is reading and delivering right now */
@@ -442,45 +450,15 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     if (OPAL_UNLIKELY(work_due(context))) {
         n = context->work(context, events, MCA_BTL_OFI_FAILED_MAX);
     }
-    parked = take_parked(context, events + n, batch);
-    n += parked;
+    if (may_call_up) {
+        parked = take_parked(context, events + n, batch);
+        n += parked;
+    }
     n += read_cq(context, events + n, batch - parked);
     mca_btl_ofi_unlock(&context->lock);
 
-    /* callbacks run without our lock: they may post new operations */
     for (int i = 0; i < n; ++i) {
-        (void) events[i].hdr->complete(events[i].hdr, events[i].len, events[i].status, true);
-    }
-    delivery_end(context);
-    return n;
-}
-
-/*
- * The progress thread's pass over one context: the work hook and one batch
- * of the CQ, our own completions run here, the others parked behind any
- * already parked.  Parked completions are left alone: they wait for an
- * application thread.
- */
-static int progress_async(mca_btl_ofi_context_t *context)
-{
-    mca_btl_ofi_event_t events[MCA_BTL_OFI_FAILED_MAX + MCA_BTL_OFI_CQ_BATCH_LIMIT];
-    int n = 0, kept = 0;
-
-    if (!delivery_begin(context)) {
-        return 0;
-    }
-    if (!context_trylock(context)) {
-        delivery_end(context);
-        return 0;
-    }
-    if (OPAL_UNLIKELY(work_due(context))) {
-        n = context->work(context, events, MCA_BTL_OFI_FAILED_MAX);
-    }
-    n += read_cq(context, events + n, mca_btl_ofi_component.num_cq_read);
-    mca_btl_ofi_unlock(&context->lock);
-
-    for (int i = 0; i < n; ++i) {
-        if (!events[i].hdr->complete(events[i].hdr, events[i].len, events[i].status, false)) {
+        if (!events[i].hdr->complete(events[i].hdr, events[i].len, events[i].status, may_call_up)) {
             events[kept++] = events[i];
         }
     }
@@ -491,6 +469,11 @@ static int progress_async(mca_btl_ofi_context_t *context)
     }
     delivery_end(context);
     return n;
+}
+
+int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
+{
+    return progress_context(context, true);
 }
 
 void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
@@ -552,7 +535,7 @@ static bool look_at(mca_btl_ofi_context_t *context)
     bool idle = seen == context->thread_seen;
 
     if (idle) {
-        (void) progress_async(context);
+        (void) progress_context(context, false);
     }
     context->thread_seen = seen;
     return idle;
