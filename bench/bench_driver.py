@@ -46,8 +46,14 @@ RAW_TESTS = ["put_lat", "get_lat", "put_bw", "get_bw", "put_rate",
              "fop_lat", "cas_lat", "acc_lat"]
 # The target computes outside MPI while the origin measures (p99, us).
 BUSY_TESTS = {"busy_put_lat", "busy_get_lat", "busy_fop_lat"}
-# Tests measured at 8 bytes only: the atomics and the busy-target rows.
-ATOMICS = {"acc_lat", "gacc_lat", "fop_lat", "cas_lat"} | BUSY_TESTS
+# Lock contention: tests/mpi/rma_dyn_list -b, a shared linked list in a
+# dynamic window that LOCK_RANKS ranks append to at once, one launch per
+# lock variant; us per list element (the slowest rank's time).
+LOCK_TESTS = ["list_nocheck_lat", "list_shared_lat", "list_exclusive_lat", "list_lockall_lat"]
+LOCK_RANKS = 4
+LOCK_APPENDS_PER_RANK = 250
+# Tests measured at 8 bytes only: the atomics, busy-target and lock rows.
+ATOMICS = {"acc_lat", "gacc_lat", "fop_lat", "cas_lat"} | BUSY_TESTS | set(LOCK_TESTS)
 P2P_PROGRAM_NAME = {"pingpong": "pingpong", "p2p_bw": "bw"}
 
 UNITS = {"lat": "us", "bw": "MB/s", "rate": "msg/s"}
@@ -62,7 +68,7 @@ def kind_of(bench):
 
 
 def all_benchmarks():
-    return OSC_TESTS + P2P_TESTS
+    return OSC_TESTS + P2P_TESTS + LOCK_TESTS
 
 
 # Sizes per mode.  Quick and smoke keep to a few sizes; default takes
@@ -127,6 +133,7 @@ HEADER_RES = [
     (re.compile(r"^# p2p_bench (\S+):"),
      lambda m: {"pingpong": "pingpong", "bw": "p2p_bw"}.get(m.group(1), m.group(1))),
     (re.compile(r"^# fi_bench (\S+) provider="), lambda m: m.group(1)),
+    (re.compile(r"^# rma_dyn_list (\S+):"), lambda m: m.group(1)),
 ]
 ROW_RE = re.compile(r"^\s*(\d+)\s+([-+0-9.eE]+|nan|inf)\s*$")
 PVARS_RE = re.compile(r"^# btl_ofi pvars(?: \(sum over ranks\))?: (.*)$")
@@ -296,7 +303,7 @@ class Bench:
             return bench in RAW_TESTS and self.args.hosts == 1 and \
                 os.access(os.path.join(BUILD, "fi_bench"), os.X_OK)
         if impl == "sm":
-            return bench in OSC_TESTS and self.args.hosts == 1
+            return (bench in OSC_TESTS or bench in LOCK_TESTS) and self.args.hosts == 1
         if impl == "nothread":
             # without the thread a busy target stalls every origin until it
             # stops computing: the number would be the benchmark's own cap
@@ -309,7 +316,7 @@ class Bench:
     def upstream_osc_btls(self):
         return "ofi,self,sm" if self.args.hosts == 1 else "ofi,self,tcp"
 
-    def mpirun_prefix(self, impl, group):
+    def mpirun_prefix(self, impl, group, np=2):
         p = self.provider
         cmd = [MPIRUN]
         if impl in ("upstream", "sm"):
@@ -317,9 +324,12 @@ class Bench:
         if self.args.hosts > 1 and not self.args.hostfile:
             # the simulated hosts of contrib/hosts: one rank on each of two
             cmd += ["--hosts", str(self.args.hosts)]
-        cmd += ["-np", "2"]
+        cmd += ["-np", str(np)]
+        if np > 2:
+            cmd += ["--oversubscribe"]
         if self.args.hosts > 1 and self.args.hostfile:
-            cmd += ["--hostfile", self.args.hostfile, "--map-by", "ppr:1:node"]
+            cmd += ["--hostfile", self.args.hostfile, "--map-by",
+                    "ppr:%d:node" % max(1, np // 2)]
         cmd += ["--mca", "pml", "ob1"]
         if impl in ("ours", "nothread"):
             cmd += ["--mca", "btl", "ofi,self", "--mca", "osc", "rdma",
@@ -383,6 +393,9 @@ class Bench:
             order = OSC_TESTS if group == "osc" else P2P_TESTS
             for sizes, ts in items:
                 plans.append((group, [t for t in order if t in ts], sizes))
+        if (impl, "osc") not in self.refused:
+            plans += [("lock", [t], [8]) for t in LOCK_TESTS
+                      if t in self.selected and self.supported(impl, t)]
         return plans
 
     def make_launch(self, impl, group, tests, sizes, rnd):
@@ -396,6 +409,12 @@ class Bench:
             # fi_bench takes ranges only: one launch per size unless the
             # sizes are consecutive powers of two.
             return self.raw_launches(tests, sizes, rnd, log, watchdog)
+        if group == "lock":
+            variant = tests[0][len("list_"):-len("_lat")]
+            cmd = self.mpirun_prefix(impl, "osc", LOCK_RANKS) + [
+                os.path.join(BUILD, "mpi", "rma_dyn_list"), "-b",
+                "-n", str(LOCK_APPENDS_PER_RANK), "-l", variant]
+            return [Launch(impl, "rma_dyn_list", tests, sizes, cmd, log)]
         prog = os.path.join(BUILD, "osc_bench" if group == "osc" else "p2p_bench")
         names = tests if group == "osc" else [P2P_PROGRAM_NAME[t] for t in tests]
         cmd = self.mpirun_prefix(impl, group) + [prog, "-t", ",".join(names),
