@@ -23,8 +23,8 @@
 
 #define BACKGROUND 0x5A
 #define SCRIBBLE   0xC3
-#define STRIDE_GAP 8 /* bytes skipped after every block of a strided slot */
-#define BLOCK      8 /* bytes per block of a strided slot */
+#define STRIDE_GAP 16 /* bytes skipped after every block of a strided slot */
+#define BLOCK      32 /* bytes per block of a strided slot */
 
 enum shape { SHAPE_CONTIG, SHAPE_STRIDED, NUM_SHAPES };
 static const char *const shape_names[NUM_SHAPES] = { "contiguous", "strided" };
