@@ -538,7 +538,8 @@ class Bench:
         if impl == "upstream":
             why = self.upstream_refusal(launch, group)
             if why:
-                self.refused[(impl, group)] = why
+                # the lock rows are one-sided: refused with the osc group
+                self.refused[(impl, "osc" if group == "lock" else group)] = why
                 say("    upstream: %s -> 'refused'" % why)
                 return True, []
         status = self.failure_status(launch) if launch.ended != "ok" else "ok"
