@@ -427,7 +427,10 @@ static int collect_nics(struct fi_info *list, const char *prov, uint64_t require
 
 /**
  * Query the provider list: first for everything we would like (two-sided,
- * HMEM), then giving those up one at a time.
+ * HMEM, the provider's atomics), then giving those up one at a time.
+ * Without FI_ATOMIC a provider still serves one-sided traffic when it has
+ * messages: the target applies the atomics (efa-direct offers RMA and
+ * messages but no atomics).
  */
 static int discover(struct fi_info **list_out, uint64_t *caps_out, bool threads)
 {
@@ -436,6 +439,7 @@ static int discover(struct fi_info **list_out, uint64_t *caps_out, bool threads)
     bool need_rma = MCA_BTL_OFI_MODE_TWO_SIDED != c->mode;
     bool msg_optional = !var_set_by_user("btl", "ofi", "mode");
     bool want_hmem = !c->disable_hmem;
+    bool want_atomics = true;
     struct fi_info *hints = fi_allocinfo();
     int rc = -FI_ENODATA;
 
@@ -445,6 +449,9 @@ static int discover(struct fi_info **list_out, uint64_t *caps_out, bool threads)
     for (;;) {
         uint64_t caps =
             (need_rma ? MCA_BTL_OFI_RMA_CAPS : 0) | (want_msg ? MCA_BTL_OFI_MSG_CAPS : 0);
+        if (!want_atomics) {
+            caps &= ~(uint64_t) FI_ATOMIC;
+        }
 #if defined(FI_HMEM)
         if (want_hmem) {
             caps |= FI_HMEM;
@@ -460,7 +467,10 @@ static int discover(struct fi_info **list_out, uint64_t *caps_out, bool threads)
         }
         if (want_hmem) {
             want_hmem = false;
+        } else if (want_atomics && want_msg && need_rma) {
+            want_atomics = false;
         } else if (want_msg && msg_optional && need_rma) {
+            want_atomics = true;
             want_msg = false;
         } else {
             break;
@@ -559,6 +569,9 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         MCA_BTL_OFI_VERBOSE(1, "libfabric older than 1.9: disqualified");
         return NULL;
     }
+    MCA_BTL_OFI_VERBOSE(1, "libfabric %u.%u loaded; built with %d.%d headers, asking for that API",
+                        FI_MAJOR(fi_version()), FI_MINOR(fi_version()), FI_MAJOR_VERSION,
+                        FI_MINOR_VERSION);
     if (OPAL_SUCCESS != check_params()) {
         return NULL;
     }

@@ -49,13 +49,12 @@ static bool name_has_layer(const char *prov_name, const char *layer)
     return false;
 }
 
-/* FI_MR_BASIC and FI_MR_SCALABLE are the pre-1.5 enum values; anything else
- * is a mask of mode bits. */
+/* We ask for API 1.9 or newer, so mr_mode is always a mask of mode bits:
+ * the pre-1.5 values FI_MR_BASIC and FI_MR_SCALABLE (deprecated in 2.0,
+ * whose headers warn where they are named) are never returned, and their
+ * bits count as unsupported. */
 static bool mr_mode_supported(int mr_mode)
 {
-    if (FI_MR_BASIC == mr_mode || FI_MR_SCALABLE == mr_mode) {
-        return true;
-    }
     return 0 == (mr_mode & ~MCA_BTL_OFI_MR_MODE_SUPPORTED);
 }
 
@@ -80,14 +79,14 @@ bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps,
     /* Before libfabric 1.12 efa claimed delivery-complete without keeping
      * the promise; osc/rdma's remote completion depends on it. */
     if (name_has_layer(prov, "efa")
-        && FI_VERSION_LT(info->fabric_attr->prov_version, FI_VERSION(112, 0))) {
+        && FI_VERSION_LT(info->fabric_attr->prov_version, MCA_BTL_OFI_RELEASE(1, 12))) {
         return reject(why, why_len, "%s: provider version older than libfabric 1.12", prov);
     }
     /* In libfabric 1.17 rxd crashed inside its own code under fetching
      * atomics from three or more peers, and stalled strided RMA, in our MPI
      * suite: a job is better off without it than killed by it. */
     if (name_has_layer(prov, "ofi_rxd")
-        && FI_VERSION_LT(info->fabric_attr->prov_version, FI_VERSION(118, 0))) {
+        && FI_VERSION_LT(info->fabric_attr->prov_version, MCA_BTL_OFI_RELEASE(1, 18))) {
         return reject(why, why_len,
                       "%s: ofi_rxd of libfabric 1.17 and older crashes under concurrent atomics",
                       prov);
@@ -104,6 +103,30 @@ bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps,
         return reject(why, why_len, "%s: no delivery-complete semantics", prov);
     }
     return true;
+}
+
+bool mca_btl_ofi_is_efa_direct(const struct fi_info *info)
+{
+    return NULL != info && NULL != info->fabric_attr && NULL != info->fabric_attr->name
+           && 0 == strcasecmp(info->fabric_attr->name, "efa-direct");
+}
+
+void mca_btl_ofi_plan_info(const struct fi_info *info, mca_btl_ofi_plan_t *plan)
+{
+    int mr_mode = info->domain_attr->mr_mode;
+    const char *prov = info->fabric_attr->prov_name;
+    bool efa = NULL != prov && name_has_layer(prov, "efa");
+
+    memset(plan, 0, sizeof(*plan));
+    plan->virt_addr = 0 != (mr_mode & FI_MR_VIRT_ADDR);
+    plan->prov_key = 0 != (mr_mode & FI_MR_PROV_KEY);
+    plan->mr_endpoint = 0 != (mr_mode & FI_MR_ENDPOINT);
+    plan->mr_local = 0 != (mr_mode & FI_MR_LOCAL);
+    plan->context2 = 0 != (info->mode & FI_CONTEXT2);
+    plan->provider_atomics = 0 != (info->caps & FI_ATOMIC);
+    plan->bypass_mr_cache =
+        efa && FI_VERSION_LT(info->fabric_attr->prov_version, MCA_BTL_OFI_RELEASE(2, 2));
+    plan->efa_direct = mca_btl_ofi_is_efa_direct(info);
 }
 
 /* Software providers by preference; hardware providers are everything not
@@ -199,7 +222,7 @@ void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, 
     hints->domain_attr->control_progress = progress;
     hints->domain_attr->data_progress = progress;
     hints->domain_attr->resource_mgmt = FI_RM_ENABLED;
-    hints->domain_attr->av_type = FI_AV_MAP;
+    hints->domain_attr->av_type = MCA_BTL_OFI_AV_TYPE;
     hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
 }
 
