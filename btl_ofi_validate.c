@@ -58,6 +58,13 @@ static bool mr_mode_supported(int mr_mode)
     return 0 == (mr_mode & ~MCA_BTL_OFI_MR_MODE_SUPPORTED);
 }
 
+static bool psm3_over_sockets(const struct fi_info *info)
+{
+    const char *fabric = info->fabric_attr->name;
+    return NULL != fabric
+           && (0 == strncasecmp(fabric, "TCP-", 4) || 0 == strncasecmp(fabric, "UDP-", 4));
+}
+
 bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps, char *why,
                              size_t why_len)
 {
@@ -90,6 +97,14 @@ bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps,
         return reject(why, why_len,
                       "%s: ofi_rxd of libfabric 1.17 and older crashes under concurrent atomics",
                       prov);
+    }
+    /* psm3 without its NIC runs over the kernel's sockets (fabric "TCP-..."
+     * or "UDP-..."); so run, libfabric 2.1's psm3 hung in the first
+     * atomic of our MPI suite, and it would outrank tcp;ofi_rxm as a
+     * hardware provider */
+    if (name_has_layer(prov, "psm3") && psm3_over_sockets(info)) {
+        return reject(why, why_len, "%s: runs over kernel sockets (fabric %s), hung in our suite",
+                      prov, info->fabric_attr->name);
     }
     if (!mr_mode_supported(info->domain_attr->mr_mode)) {
         return reject(why, why_len, "%s: unsupported memory-registration mode 0x%x", prov,
@@ -162,7 +177,9 @@ int mca_btl_ofi_provider_rank(const char *prov_name, bool job_on_one_node)
     return 100;
 }
 
-bool mca_btl_ofi_list_names(const char *list, const char *prov_name)
+/* Does an entry of the comma-separated list name the provider, by its full
+ * name or (unless exact_only) by one of its layers? */
+static bool list_matches(const char *list, const char *prov_name, bool exact_only)
 {
     const char *p = list;
 
@@ -184,7 +201,8 @@ bool mca_btl_ofi_list_names(const char *list, const char *prov_name)
         if (len > 0 && len < sizeof(entry)) {
             memcpy(entry, p, len);
             entry[len] = '\0';
-            if (0 == strcasecmp(entry, prov_name) || name_has_layer(prov_name, entry)) {
+            if (0 == strcasecmp(entry, prov_name)
+                || (!exact_only && name_has_layer(prov_name, entry))) {
                 return true;
             }
         }
@@ -194,6 +212,16 @@ bool mca_btl_ofi_list_names(const char *list, const char *prov_name)
         p = end + 1;
     }
     return false;
+}
+
+bool mca_btl_ofi_list_names(const char *list, const char *prov_name)
+{
+    return list_matches(list, prov_name, false);
+}
+
+bool mca_btl_ofi_list_names_exactly(const char *list, const char *prov_name)
+{
+    return list_matches(list, prov_name, true);
 }
 
 mca_btl_ofi_param_check_t mca_btl_ofi_clamp_int(int *value, int min, int max)

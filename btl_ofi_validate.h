@@ -127,6 +127,13 @@ int mca_btl_ofi_provider_rank(const char *prov_name, bool job_on_one_node);
  */
 bool mca_btl_ofi_list_names(const char *list, const char *prov_name);
 
+/**
+ * Does an entry of the list equal the provider's full name?  An include
+ * list that names a provider exactly ("tcp", libfabric 2.x's RDM tcp)
+ * takes it over the layerings it also names ("tcp;ofi_rxm").
+ */
+bool mca_btl_ofi_list_names_exactly(const char *list, const char *prov_name);
+
 /** Outcome of checking an integer parameter. */
 typedef enum {
     MCA_BTL_OFI_PARAM_OK = 0,

@@ -280,6 +280,23 @@ static void test_hints_per_api(void **state)
     fi_freeinfo(hints);
 }
 
+/* 2.1 builds psm3, which without its NIC runs over kernel sockets and
+ * hung in our suite: turned down then, taken on its NIC */
+static void test_psm3_over_sockets_rejected(void **state)
+{
+    fake_info_t f;
+    char why[256] = "";
+    (void) state;
+    make_info(&f, "psm3", MCA_BTL_OFI_RELEASE(4, 0), 0, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    f.fabric.name = "TCP-192.0.2.0/24";
+    assert_false(usable(&f.info, why, sizeof(why)));
+    assert_non_null(strstr(why, "sockets"));
+    f.fabric.name = "UDP-192.0.2.0/24";
+    assert_false(usable(&f.info, NULL, 0));
+    f.fabric.name = "RoCE-192.0.2.0/24";
+    assert_true(usable(&f.info, NULL, 0));
+}
+
 /* ---- EFA as libfabric 2.x presents it (no hardware here) ---- */
 
 #define EFA_TX_FLAGS (FI_INJECT | FI_COMPLETION | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
@@ -407,6 +424,10 @@ static void test_lists(void **state)
     assert_false(mca_btl_ofi_list_names("", "sockets"));
     assert_false(mca_btl_ofi_list_names(NULL, "sockets"));
     assert_false(mca_btl_ofi_list_names("efa,psm2", "shm"));
+    /* exact names: libfabric 2.x's RDM "tcp" against "tcp;ofi_rxm" */
+    assert_true(mca_btl_ofi_list_names_exactly("shm, tcp", "tcp"));
+    assert_false(mca_btl_ofi_list_names_exactly("tcp", "tcp;ofi_rxm"));
+    assert_true(mca_btl_ofi_list_names_exactly("TCP;OFI_RXM", "tcp;ofi_rxm"));
 }
 
 static void test_clamp(void **state)
@@ -534,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_rxm_delivery_complete_per_version),
         cmocka_unit_test(test_mr_modes_per_version),
         cmocka_unit_test(test_hints_per_api),
+        cmocka_unit_test(test_psm3_over_sockets_rejected),
         cmocka_unit_test(test_efa_rdm_2x),
         cmocka_unit_test(test_efa_direct_2x),
         cmocka_unit_test(test_mr_cache_rule_per_version),
