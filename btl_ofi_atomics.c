@@ -663,6 +663,8 @@ int mca_btl_ofi_atomics_setup(mca_btl_ofi_module_t *module)
         memset(module->atomic_post_ok, 0, sizeof(module->atomic_post_ok));
         module->super.btl_atomic_flags = 0;
         module->super.btl_flags &= ~(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);
+        MCA_BTL_OFI_VERBOSE(10, "%s: atomic support flags 0x0 (the provider offers no FI_ATOMIC)",
+                            module->device_name);
     }
     report_emulation(module);
     if (module->two_sided
