@@ -102,9 +102,9 @@ bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps,
             "%s: ofi_rxd of libfabric 2.1 and older crashes inside libfabric in our suite", prov);
     }
     /* psm3 without its NIC runs over the kernel's sockets (fabric "TCP-..."
-     * or "UDP-..."); so run, libfabric 2.1's psm3 hung in the first
-     * atomic of our MPI suite, and it would outrank tcp;ofi_rxm as a
-     * hardware provider */
+     * or "UDP-..."); so run, libfabric 2.1's psm3 hung right after the
+     * start of our one-sided and two-sided tests, and it would outrank
+     * tcp;ofi_rxm as a hardware provider */
     if (name_has_layer(prov, "psm3") && psm3_over_sockets(info)) {
         return reject(why, why_len, "%s: runs over kernel sockets (fabric %s), hung in our suite",
                       prov, info->fabric_attr->name);
