@@ -49,6 +49,7 @@
 #include "opal_config.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 

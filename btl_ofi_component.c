@@ -449,53 +449,6 @@ static struct fi_info *hints_for(struct fi_info *hints, uint64_t caps, bool thre
     return hints;
 }
 
-/** What discovery still asks of a provider; each round that finds none
- * usable gives one wish up. */
-typedef struct {
-    bool rma;          /**< one-sided traffic (not given up) */
-    bool msg;          /**< two-sided traffic */
-    bool msg_optional; /**< the user did not set btl_ofi_mode */
-    bool hmem;         /**< device memory */
-    bool atomics;      /**< the provider's own atomics */
-} wishes_t;
-
-static uint64_t caps_wished(const wishes_t *w)
-{
-    uint64_t caps = (w->rma ? MCA_BTL_OFI_RMA_CAPS : 0) | (w->msg ? MCA_BTL_OFI_MSG_CAPS : 0);
-
-    if (!w->atomics) {
-        caps &= ~(uint64_t) FI_ATOMIC;
-    }
-#if defined(FI_HMEM)
-    if (w->hmem) {
-        caps |= FI_HMEM;
-    }
-#endif
-    return caps;
-}
-
-/*
- * Device memory goes first, then the provider's atomics (a provider with
- * RMA and messages but no FI_ATOMIC, such as efa-direct, gets atomics
- * the target applies), then two-sided traffic unless the user asked for
- * it (one-sided only, with the provider's atomics again).  False when
- * nothing is left to give up.
- */
-static bool give_up_one_wish(wishes_t *w)
-{
-    if (w->hmem) {
-        w->hmem = false;
-    } else if (w->atomics && w->msg && w->rma) {
-        w->atomics = false;
-    } else if (w->msg && w->msg_optional && w->rma) {
-        w->atomics = true;
-        w->msg = false;
-    } else {
-        return false;
-    }
-    return true;
-}
-
 /** A provider discovery chose and the list and capabilities it came with. */
 typedef struct {
     struct fi_info *list; /**< fi_getinfo's answer, owned */
@@ -529,7 +482,7 @@ static int discover(const provider_filter_t *filter, bool threads, struct fi_inf
                     uint64_t *caps_out, const char **prov_out)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    wishes_t w = {
+    mca_btl_ofi_wishes_t w = {
         .rma = MCA_BTL_OFI_MODE_TWO_SIDED != c->mode,
         .msg = MCA_BTL_OFI_MODE_ONE_SIDED != c->mode,
         .msg_optional = !var_set_by_user("btl", "ofi", "mode"),
@@ -543,10 +496,8 @@ static int discover(const provider_filter_t *filter, bool threads, struct fi_inf
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     do {
-        uint64_t caps = caps_wished(&w);
-        uint64_t required = caps
-                            & ~(uint64_t) (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE
-                                           | FI_SEND | FI_RECV);
+        uint64_t caps = mca_btl_ofi_wished_caps(&w);
+        uint64_t required = mca_btl_ofi_primary_caps(caps);
         struct fi_info *list = NULL;
         const char *prov = NULL;
 
@@ -565,7 +516,7 @@ static int discover(const provider_filter_t *filter, bool threads, struct fi_inf
         } else {
             fi_freeinfo(list);
         }
-    } while (give_up_one_wish(&w));
+    } while (mca_btl_ofi_give_up_wish(&w));
     fi_freeinfo(hints);
     if (NULL == kept.list) {
         MCA_BTL_OFI_VERBOSE(1, "fi_getinfo found no usable provider");

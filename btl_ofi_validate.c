@@ -257,6 +257,43 @@ void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, 
     hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
 }
 
+uint64_t mca_btl_ofi_wished_caps(const mca_btl_ofi_wishes_t *w)
+{
+    uint64_t caps = (w->rma ? MCA_BTL_OFI_RMA_CAPS : 0) | (w->msg ? MCA_BTL_OFI_MSG_CAPS : 0);
+
+    if (!w->atomics) {
+        caps &= ~(uint64_t) FI_ATOMIC;
+    }
+#if defined(FI_HMEM)
+    if (w->hmem) {
+        caps |= FI_HMEM;
+    }
+#endif
+    return caps;
+}
+
+uint64_t mca_btl_ofi_primary_caps(uint64_t caps)
+{
+    return caps
+           & ~(uint64_t) (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND
+                          | FI_RECV);
+}
+
+bool mca_btl_ofi_give_up_wish(mca_btl_ofi_wishes_t *w)
+{
+    if (w->hmem) {
+        w->hmem = false;
+    } else if (w->atomics && w->msg && w->rma) {
+        w->atomics = false;
+    } else if (w->msg && w->msg_optional && w->rma) {
+        w->atomics = true;
+        w->msg = false;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 int mca_btl_ofi_parse_progress_thread(const char *name)
 {
     static const struct {

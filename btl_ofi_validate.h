@@ -69,6 +69,34 @@
 void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, bool threads);
 
 /**
+ * What provider discovery still asks for.  Each round in which no listed
+ * provider qualifies gives one wish up (mca_btl_ofi_give_up_wish).
+ */
+typedef struct mca_btl_ofi_wishes_t {
+    bool rma;          /**< one-sided traffic (never given up) */
+    bool msg;          /**< two-sided traffic */
+    bool msg_optional; /**< two-sided may go (the user did not set btl_ofi_mode) */
+    bool hmem;         /**< device memory */
+    bool atomics;      /**< the provider's own atomics */
+} mca_btl_ofi_wishes_t;
+
+/** The fi_getinfo capabilities of @p w (FI_READ, FI_SEND, ... included). */
+uint64_t mca_btl_ofi_wished_caps(const mca_btl_ofi_wishes_t *w);
+
+/** The capabilities an fi_info must list for @p caps: the primary ones. */
+uint64_t mca_btl_ofi_primary_caps(uint64_t caps);
+
+/**
+ * Give up the next wish: device memory first, then the provider's atomics
+ * (a provider with RMA and messages but no FI_ATOMIC, such as efa-direct,
+ * gets atomics the target applies), then two-sided traffic unless the
+ * user asked for it (one-sided only, with the provider's atomics again).
+ *
+ * @return false when nothing is left to give up
+ */
+bool mca_btl_ofi_give_up_wish(mca_btl_ofi_wishes_t *w);
+
+/**
  * Check one fi_info against what the component needs.
  *
  * @param[in]  info          candidate from fi_getinfo

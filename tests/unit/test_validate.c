@@ -357,6 +357,38 @@ static void test_efa_direct_2x(void **state)
     assert_false(mca_btl_ofi_info_usable(&f.info, RMA_MSG_CAPS, NULL, 0));
 }
 
+/* Discovery's rounds: device memory goes first, then the provider's
+ * atomics (efa-direct qualifies in that round), then, unless the user set
+ * the mode, two-sided traffic; then nothing is left. */
+static void test_discovery_rounds(void **state)
+{
+    mca_btl_ofi_wishes_t w = { .rma = true, .msg = true, .msg_optional = true, .hmem = true,
+                               .atomics = true };
+    uint64_t round[4];
+    int n = 0;
+    fake_info_t f;
+    (void) state;
+    do {
+        assert_true(n < 4);
+        round[n++] = mca_btl_ofi_primary_caps(mca_btl_ofi_wished_caps(&w));
+    } while (mca_btl_ofi_give_up_wish(&w));
+    assert_int_equal(n, 4);
+    assert_true(round[0] & FI_HMEM);
+    assert_int_equal(round[1], FI_RMA | FI_ATOMIC | FI_MSG);
+    assert_int_equal(round[2], FI_RMA | FI_MSG);
+    assert_int_equal(round[3], FI_RMA | FI_ATOMIC);
+    assert_int_equal(mca_btl_ofi_primary_caps(FI_RMA | FI_READ | FI_SEND | FI_MSG), FI_RMA | FI_MSG);
+    make_efa_direct(&f, LF_2_1);
+    for (int i = 0; i < n; ++i) {
+        assert_true(mca_btl_ofi_info_usable(&f.info, round[i], NULL, 0) == (2 == i));
+    }
+    /* the user asked for both: messages are never given up */
+    w = (mca_btl_ofi_wishes_t){ .rma = true, .msg = true, .hmem = false, .atomics = true };
+    assert_true(mca_btl_ofi_give_up_wish(&w));
+    assert_false(w.atomics);
+    assert_false(mca_btl_ofi_give_up_wish(&w));
+}
+
 /* efa cached registrations itself before 2.2, and ours stayed out; from
  * 2.2 on ours applies.  No other provider is bypassed. */
 static void test_mr_cache_rule_per_version(void **state)
@@ -549,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_efa_rdm_2x),
         cmocka_unit_test(test_efa_direct_2x),
         cmocka_unit_test(test_mr_cache_rule_per_version),
+        cmocka_unit_test(test_discovery_rounds),
         cmocka_unit_test(test_ranking),
         cmocka_unit_test(test_lists),
         cmocka_unit_test(test_clamp),
