@@ -49,6 +49,7 @@
 #include "opal_config.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -174,11 +175,20 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_endpoint_t);
 typedef bool (*mca_btl_ofi_complete_fn_t)(struct mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status,
                                           bool may_call_up);
 
-/** Leads every object whose address libfabric hands back as op_context. */
+/**
+ * Leads every object whose address libfabric hands back as op_context.
+ * fi_ctx is the space FI_CONTEXT and FI_CONTEXT2 providers (efa-direct)
+ * own while the operation is in flight: it lives in the object, which
+ * comes from a free list, so no operation allocates for it.
+ */
 typedef struct mca_btl_ofi_ctx_hdr_t {
     struct fi_context2 fi_ctx;          /**< libfabric's per-operation space; must come first */
     mca_btl_ofi_complete_fn_t complete; /**< set by the object's owner before posting */
 } mca_btl_ofi_ctx_hdr_t;
+_Static_assert(0 == offsetof(mca_btl_ofi_ctx_hdr_t, fi_ctx),
+               "op_context must point at the provider's context space");
+_Static_assert(sizeof(struct fi_context2) >= 2 * sizeof(struct fi_context),
+               "FI_CONTEXT2 asks for twice the space of FI_CONTEXT");
 
 /**
  * One posted one-sided operation.  Comes from its context's free list and
@@ -342,6 +352,7 @@ typedef struct mca_btl_ofi_module_t {
     bool use_inject;             /**< FI_INJECT for small puts */
     bool send_inject;            /**< fi_inject for small two-sided messages */
     bool emulate_atomics;        /**< atomics are applied by the target's progress */
+    bool provider_atomics;       /**< the provider offers FI_ATOMIC (fi_query_atomic asked) */
     /** writes and reads complete at the origin with the bytes in place,
      * so they name no delivery-complete (shm's cross-memory copy) */
     bool origin_rma;

@@ -33,6 +33,8 @@
 
 #include "btl_ofi.h"
 
+#include <rdma/fi_ext.h>
+
 /* ------------------------------------------------------------------ */
 /* What the provider confirms                                          */
 
@@ -611,11 +613,60 @@ static int apply_at_target(mca_btl_ofi_module_t *module)
     return OPAL_SUCCESS;
 }
 
+/*
+ * Whether the provider carries RMA and atomics on the device or emulates
+ * them in software.  Only efa answers (fi_getopt with its
+ * FI_OPT_EFA_EMULATED_* options, from libfabric 2.x's headers on); the
+ * answer is reported, the choice of path stays fi_query_atomic's.
+ */
+static void report_emulation(mca_btl_ofi_module_t *module)
+{
+#if FI_MAJOR_VERSION >= 2
+    static const struct {
+        int option;
+        const char *what;
+    } options[] = {
+        { FI_OPT_EFA_EMULATED_READ, "RMA read" },
+        { FI_OPT_EFA_EMULATED_WRITE, "RMA write" },
+        { FI_OPT_EFA_EMULATED_ATOMICS, "atomics" },
+    };
+
+    if (!mca_btl_ofi_list_names("efa", module->info->fabric_attr->prov_name)) {
+        return;
+    }
+    for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); ++i) {
+        bool emulated = false;
+        size_t len = sizeof(emulated);
+        int rc = fi_getopt(&module->ep->fid, FI_OPT_ENDPOINT, options[i].option, &emulated, &len);
+        if (0 != rc) {
+            MCA_BTL_OFI_VERBOSE(1, "%s: fi_getopt cannot say whether %s is emulated: %s",
+                                module->device_name, options[i].what, fi_strerror(-rc));
+            continue;
+        }
+        MCA_BTL_OFI_VERBOSE(1, "%s: %s %s (fi_getopt)", module->device_name, options[i].what,
+                            emulated ? "emulated by the provider" : "offloaded to the device");
+    }
+#else
+    (void) module;
+#endif
+}
+
 /* Target-applied atomics travel as messages, so they need two-sided
- * traffic; without it a provider without atomics gets none. */
+ * traffic; without it a provider without atomics gets none.  A provider
+ * that does not offer FI_ATOMIC (efa-direct) is not asked what it has. */
 int mca_btl_ofi_atomics_setup(mca_btl_ofi_module_t *module)
 {
-    probe_provider_atomics(module);
+    if (module->provider_atomics) {
+        probe_provider_atomics(module);
+    } else {
+        memset(module->atomic_fetch_ok, 0, sizeof(module->atomic_fetch_ok));
+        memset(module->atomic_post_ok, 0, sizeof(module->atomic_post_ok));
+        module->super.btl_atomic_flags = 0;
+        module->super.btl_flags &= ~(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);
+        MCA_BTL_OFI_VERBOSE(10, "%s: atomic support flags 0x0 (the provider offers no FI_ATOMIC)",
+                            module->device_name);
+    }
+    report_emulation(module);
     if (module->two_sided
         && (mca_btl_ofi_component.emulate_atomics
             || 0 == (module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD))) {

@@ -351,16 +351,34 @@ static bool passes_filter(const struct fi_info *info, uint64_t required, const p
     return true;
 }
 
-/** The best-ranked provider name among the usable infos, or NULL. */
+/** Is a usable provider named by its full name in the include list? */
+static bool include_names_one_exactly(struct fi_info *list, uint64_t required,
+                                      const provider_filter_t *filter)
+{
+    for (struct fi_info *info = list; NULL != info; info = info->next) {
+        if (mca_btl_ofi_list_names_exactly(filter->include, info->fabric_attr->prov_name)
+            && passes_filter(info, required, filter)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/** The best-ranked provider name among the usable infos, or NULL.  When
+ * the include list names a usable provider exactly, only such are taken. */
 static const char *choose_provider(struct fi_info *list, uint64_t required,
                                    const provider_filter_t *filter)
 {
+    bool exact = NULL != filter->include && include_names_one_exactly(list, required, filter);
     const char *best = NULL;
     int best_rank = -1;
 
     for (struct fi_info *info = list; NULL != info; info = info->next) {
         int rank;
-        if (!passes_filter(info, required, filter)) {
+        if (!passes_filter(info, required, filter)
+            || (exact
+                && !mca_btl_ofi_list_names_exactly(filter->include,
+                                                   info->fabric_attr->prov_name))) {
             continue;
         }
         rank = mca_btl_ofi_provider_rank(info->fabric_attr->prov_name, filter->one_node);
@@ -425,52 +443,88 @@ static int collect_nics(struct fi_info *list, const char *prov, uint64_t require
     return count;
 }
 
+static struct fi_info *hints_for(struct fi_info *hints, uint64_t caps, bool threads)
+{
+    mca_btl_ofi_fill_hints(hints, caps, FI_PROGRESS_UNSPEC, threads);
+    return hints;
+}
+
+/** A provider discovery chose and the list and capabilities it came with. */
+typedef struct {
+    struct fi_info *list; /**< fi_getinfo's answer, owned */
+    uint64_t caps;        /**< capabilities it was asked with */
+    const char *prov;     /**< the chosen provider's name, inside list */
+} choice_t;
+
+/* An include list that names a provider by a layer only ("tcp" for
+ * "tcp;ofi_rxm") may still name one exactly in a later round: libfabric
+ * 2.x's RDM tcp has no atomics and is listed only once they are given up. */
+static bool choice_is_final(const provider_filter_t *filter, const char *prov)
+{
+    return NULL == filter->include || mca_btl_ofi_list_names_exactly(filter->include, prov);
+}
+
+static void keep_choice(choice_t *kept, struct fi_info *list, uint64_t caps, const char *prov)
+{
+    fi_freeinfo(kept->list);
+    *kept = (choice_t){ list, caps, prov };
+}
+
 /**
- * Query the provider list: first for everything we would like (two-sided,
- * HMEM), then giving those up one at a time.
+ * Find the provider: ask fi_getinfo for everything we would like and
+ * choose among what it lists; when nothing listed qualifies (libfabric
+ * 2.1 offers FI_HMEM on shm alone, which the filter or a multi-node job
+ * may rule out), give up one wish and ask again.  A provider the include
+ * list names only by a layer is kept while later rounds look for one it
+ * names exactly.
  */
-static int discover(struct fi_info **list_out, uint64_t *caps_out, bool threads)
+static int discover(const provider_filter_t *filter, bool threads, struct fi_info **list_out,
+                    uint64_t *caps_out, const char **prov_out)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    bool want_msg = MCA_BTL_OFI_MODE_ONE_SIDED != c->mode;
-    bool need_rma = MCA_BTL_OFI_MODE_TWO_SIDED != c->mode;
-    bool msg_optional = !var_set_by_user("btl", "ofi", "mode");
-    bool want_hmem = !c->disable_hmem;
+    mca_btl_ofi_wishes_t w = {
+        .rma = MCA_BTL_OFI_MODE_TWO_SIDED != c->mode,
+        .msg = MCA_BTL_OFI_MODE_ONE_SIDED != c->mode,
+        .msg_optional = !var_set_by_user("btl", "ofi", "mode"),
+        .hmem = !c->disable_hmem,
+        .atomics = true,
+    };
     struct fi_info *hints = fi_allocinfo();
-    int rc = -FI_ENODATA;
+    choice_t kept = { NULL, 0, NULL };
 
     if (NULL == hints) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    for (;;) {
-        uint64_t caps =
-            (need_rma ? MCA_BTL_OFI_RMA_CAPS : 0) | (want_msg ? MCA_BTL_OFI_MSG_CAPS : 0);
-#if defined(FI_HMEM)
-        if (want_hmem) {
-            caps |= FI_HMEM;
+    do {
+        uint64_t caps = mca_btl_ofi_wished_caps(&w);
+        uint64_t required = mca_btl_ofi_primary_caps(caps);
+        struct fi_info *list = NULL;
+        const char *prov = NULL;
+
+        if (0 == query_providers(hints_for(hints, caps, threads), &list) && NULL != list) {
+            prov = choose_provider(list, required, filter);
         }
-#endif
-        mca_btl_ofi_fill_hints(hints, caps, FI_PROGRESS_UNSPEC, threads);
-        rc = query_providers(hints, list_out);
-        if (0 == rc && NULL != *list_out) {
-            *caps_out = caps
-                        & ~(uint64_t) (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE
-                                       | FI_SEND | FI_RECV);
+        if (NULL == prov) {
+            MCA_BTL_OFI_VERBOSE(10, "no listed provider qualifies for capabilities 0x%llx",
+                                (unsigned long long) required);
+            fi_freeinfo(list);
+        } else if (choice_is_final(filter, prov)) {
+            keep_choice(&kept, list, required, prov);
             break;
-        }
-        if (want_hmem) {
-            want_hmem = false;
-        } else if (want_msg && msg_optional && need_rma) {
-            want_msg = false;
+        } else if (NULL == kept.list) {
+            keep_choice(&kept, list, required, prov);
         } else {
-            break;
+            fi_freeinfo(list);
         }
-    }
+    } while (mca_btl_ofi_give_up_wish(&w));
     fi_freeinfo(hints);
-    if (0 != rc) {
-        MCA_BTL_OFI_VERBOSE(1, "fi_getinfo found no provider: %s", fi_strerror(-rc));
+    if (NULL == kept.list) {
+        MCA_BTL_OFI_VERBOSE(1, "fi_getinfo found no usable provider");
         return OPAL_ERR_NOT_FOUND;
     }
+    *list_out = kept.list;
+    *caps_out = kept.caps;
+    *prov_out = kept.prov;
     return OPAL_SUCCESS;
 }
 
@@ -546,7 +600,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     mca_btl_base_module_t **result = NULL;
     struct fi_info *list = NULL, *progress_list = NULL, *nics[MCA_BTL_OFI_MAX_MODULES_LIMIT];
     provider_filter_t filter = { 0 };
-    const char *prov;
+    const char *prov = NULL;
     uint64_t caps = 0;
     int count;
     bool threads;
@@ -559,6 +613,9 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         MCA_BTL_OFI_VERBOSE(1, "libfabric older than 1.9: disqualified");
         return NULL;
     }
+    MCA_BTL_OFI_VERBOSE(1, "libfabric %u.%u loaded; built with %d.%d headers, asking for that API",
+                        FI_MAJOR(fi_version()), FI_MINOR(fi_version()), FI_MAJOR_VERSION,
+                        FI_MINOR_VERSION);
     if (OPAL_SUCCESS != check_params()) {
         return NULL;
     }
@@ -584,12 +641,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         filter.exclude = NULL;
     }
 
-    if (OPAL_SUCCESS != discover(&list, &caps, threads)) {
-        report_no_provider(&filter);
-        goto out;
-    }
-    prov = choose_provider(list, caps, &filter);
-    if (NULL == prov) {
+    if (OPAL_SUCCESS != discover(&filter, threads, &list, &caps, &prov)) {
         report_no_provider(&filter);
         goto out;
     }

@@ -36,7 +36,7 @@ OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct,
 
 int mca_btl_ofi_av_open(mca_btl_ofi_module_t *module)
 {
-    struct fi_av_attr attr = { .type = FI_AV_MAP, .rx_ctx_bits = module->rx_ctx_bits };
+    struct fi_av_attr attr = { .type = MCA_BTL_OFI_AV_TYPE, .rx_ctx_bits = module->rx_ctx_bits };
     int rc = fi_av_open(module->domain, &attr, &module->av, NULL);
 
     if (0 != rc) {

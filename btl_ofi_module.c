@@ -239,20 +239,37 @@ static bool origin_completes_rma(const mca_btl_ofi_module_t *module)
            && cross_memory_attach_allowed();
 }
 
+/* What was decided from the provider's fi_info, at verbose level 1. */
+static void report_plan(const mca_btl_ofi_module_t *module, const mca_btl_ofi_plan_t *plan)
+{
+    uint32_t version = module->info->fabric_attr->prov_version;
+    const char *local =
+        plan->mr_local ? "local buffers registered (FI_MR_LOCAL)" : "local buffers not registered";
+    const char *context = plan->context2 ? "FI_CONTEXT2: two context words per operation"
+                                         : "one context word per operation";
+    const char *atomics = plan->provider_atomics ? "the provider's where fi_query_atomic confirms"
+                                                 : "none in the provider: applied at the target";
+    const char *cache = plan->bypass_mr_cache ? "bypassed (the provider caches)" : "grdma";
+
+    MCA_BTL_OFI_VERBOSE(1, "%s: %s%s %u.%u: %s; %s; atomics: %s; registration cache: %s",
+                        module->device_name, module->info->fabric_attr->prov_name,
+                        plan->efa_direct ? " (efa-direct)" : "", FI_MAJOR(version),
+                        FI_MINOR(version), local, context, atomics, cache);
+}
+
 static void describe_module(mca_btl_ofi_module_t *module)
 {
-    int mr_mode = module->info->domain_attr->mr_mode;
     const char *prov = module->info->fabric_attr->prov_name;
+    mca_btl_ofi_plan_t plan;
 
-    module->virt_addr = (FI_MR_BASIC == mr_mode) || (mr_mode & FI_MR_VIRT_ADDR);
-    module->prov_key = (FI_MR_BASIC == mr_mode) || (mr_mode & FI_MR_PROV_KEY);
-    module->mr_endpoint =
-        (FI_MR_BASIC != mr_mode && FI_MR_SCALABLE != mr_mode) && (mr_mode & FI_MR_ENDPOINT);
-    module->mr_local =
-        (FI_MR_BASIC != mr_mode && FI_MR_SCALABLE != mr_mode) && (mr_mode & FI_MR_LOCAL);
-    /* efa keeps its own registration cache; a second one on top only
-     * delays invalidation */
-    module->bypass_cache = (0 == strncasecmp(prov, "efa", 3));
+    mca_btl_ofi_plan_info(module->info, &plan);
+    report_plan(module, &plan);
+    module->virt_addr = plan.virt_addr;
+    module->prov_key = plan.prov_key;
+    module->mr_endpoint = plan.mr_endpoint;
+    module->mr_local = plan.mr_local;
+    module->bypass_cache = plan.bypass_mr_cache;
+    module->provider_atomics = plan.provider_atomics;
     module->two_sided = mca_btl_ofi_component.two_sided;
     module->inject_size = module->info->tx_attr->inject_size;
     module->use_inject = !mca_btl_ofi_component.disable_inject && module->inject_size > 0;

@@ -36,6 +36,17 @@
 /** Mode bits (info->mode) we can satisfy. */
 #define MCA_BTL_OFI_MODE_SUPPORTED (FI_CONTEXT | FI_CONTEXT2)
 
+/**
+ * Address-vector type: FI_AV_MAP is deprecated from libfabric 2.0 on (efa
+ * warns and makes a table of it), so against 2.x headers we ask for a
+ * table.  Our fi_addr_t values are opaque either way.
+ */
+#if FI_MAJOR_VERSION >= 2
+#    define MCA_BTL_OFI_AV_TYPE FI_AV_TABLE
+#else
+#    define MCA_BTL_OFI_AV_TYPE FI_AV_MAP
+#endif
+
 /** Capabilities asked for one-sided traffic. */
 #define MCA_BTL_OFI_RMA_CAPS                                                                       \
     (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
@@ -46,7 +57,7 @@
 /**
  * Fill fi_getinfo hints the way the component asks for a provider: RDM,
  * the mode and MR-mode bits we serve, delivery-complete by default,
- * FI_AV_MAP, resource management on.  The raw-libfabric benchmark asks
+ * MCA_BTL_OFI_AV_TYPE, resource management on.  The raw-libfabric benchmark asks
  * through the same function so that both see the same providers.
  *
  * @param[in,out] hints    from fi_allocinfo()
@@ -56,6 +67,34 @@
  * @param[in]     threads  FI_THREAD_SAFE when true, else FI_THREAD_DOMAIN
  */
 void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, bool threads);
+
+/**
+ * What provider discovery still asks for.  Each round in which no listed
+ * provider qualifies gives one wish up (mca_btl_ofi_give_up_wish).
+ */
+typedef struct mca_btl_ofi_wishes_t {
+    bool rma;          /**< one-sided traffic (never given up) */
+    bool msg;          /**< two-sided traffic */
+    bool msg_optional; /**< two-sided may go (the user did not set btl_ofi_mode) */
+    bool hmem;         /**< device memory */
+    bool atomics;      /**< the provider's own atomics */
+} mca_btl_ofi_wishes_t;
+
+/** The fi_getinfo capabilities of @p w (FI_READ, FI_SEND, ... included). */
+uint64_t mca_btl_ofi_wished_caps(const mca_btl_ofi_wishes_t *w);
+
+/** The capabilities an fi_info must list for @p caps: the primary ones. */
+uint64_t mca_btl_ofi_primary_caps(uint64_t caps);
+
+/**
+ * Give up the next wish: device memory first, then the provider's atomics
+ * (a provider with RMA and messages but no FI_ATOMIC, such as efa-direct,
+ * gets atomics the target applies), then two-sided traffic unless the
+ * user asked for it (one-sided only, with the provider's atomics again).
+ *
+ * @return false when nothing is left to give up
+ */
+bool mca_btl_ofi_give_up_wish(mca_btl_ofi_wishes_t *w);
 
 /**
  * Check one fi_info against what the component needs.
@@ -68,6 +107,36 @@ void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, 
  */
 bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps, char *why,
                              size_t why_len);
+
+/** libfabric's version of a provider built into release MAJOR.MINOR
+ * (fabric_attr->prov_version of the providers that ship with it). */
+#define MCA_BTL_OFI_RELEASE(major, minor) FI_VERSION((major) *100 + (minor), 0)
+
+/**
+ * How the component drives one provider, decided once from its fi_info
+ * (memory registration, context space, atomics, registration cache).
+ */
+typedef struct mca_btl_ofi_plan_t {
+    bool virt_addr;        /**< FI_MR_VIRT_ADDR: peers address by virtual address */
+    bool prov_key;         /**< FI_MR_PROV_KEY: the provider picks keys */
+    bool mr_endpoint;      /**< FI_MR_ENDPOINT: regions bind to the endpoint */
+    bool mr_local;         /**< FI_MR_LOCAL: every local buffer is registered */
+    bool context2;         /**< FI_CONTEXT2 mode: two context words per operation */
+    bool provider_atomics; /**< FI_ATOMIC offered: probe it; else atomics are target-applied */
+    bool bypass_mr_cache;  /**< the provider caches registrations and ours must stay out */
+    bool efa_direct;       /**< efa's fabric "efa-direct": the device alone, no emulation */
+} mca_btl_ofi_plan_t;
+
+/**
+ * Decide how to drive the provider of @p info.  The registration cache
+ * is bypassed for efa before libfabric 2.2, whose own cache a second one
+ * on top only delays; from 2.2 on efa registers what it is asked to and
+ * ours applies as for everyone else.
+ */
+void mca_btl_ofi_plan_info(const struct fi_info *info, mca_btl_ofi_plan_t *plan);
+
+/** Whether @p info is efa's "efa-direct" fabric (libfabric 2.x). */
+bool mca_btl_ofi_is_efa_direct(const struct fi_info *info);
 
 /**
  * Rank a provider by name.  Hardware providers first, then the
@@ -85,6 +154,13 @@ int mca_btl_ofi_provider_rank(const char *prov_name, bool job_on_one_node);
  * ';'-separated layers ("ofi_rxm" or "tcp"), case-insensitively.
  */
 bool mca_btl_ofi_list_names(const char *list, const char *prov_name);
+
+/**
+ * Does an entry of the list equal the provider's full name?  An include
+ * list that names a provider exactly ("tcp", libfabric 2.x's RDM tcp)
+ * takes it over the layerings it also names ("tcp;ofi_rxm").
+ */
+bool mca_btl_ofi_list_names_exactly(const char *list, const char *prov_name);
 
 /** Outcome of checking an integer parameter. */
 typedef enum {

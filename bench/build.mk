@@ -27,8 +27,8 @@ BENCH_PROGS += $(BUILD)/fi_bench
 $(BUILD)/fi_bench: $(BTL_OFI_ROOT)/bench/fi_bench.c $(VALIDATE_SOURCES) $(VALIDATE_HEADERS) \
     $(fi_bench_mk)
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) $(FI_BENCH_FABRIC_CFLAGS) -I$(BTL_OFI_ROOT) -o $@ $< \
-	    $(VALIDATE_SOURCES) $(BENCH_LDFLAGS) $(FI_BENCH_FABRIC_LDFLAGS) -lfabric
+	$(CC) $(BENCH_CFLAGS) $(FABRIC_CPPFLAGS) $(FI_BENCH_FABRIC_CFLAGS) -I$(BTL_OFI_ROOT) -o $@ $< \
+	    $(VALIDATE_SOURCES) $(BENCH_LDFLAGS) $(FABRIC_LDFLAGS) $(FI_BENCH_FABRIC_LDFLAGS) -lfabric
 
 # MPI benchmarks (bench/osc_bench.c, bench/p2p_bench.c), run by contrib/bench;
 # btl/ofi's MPI_T counters through the test programs' reader

@@ -54,8 +54,8 @@ UNIT_TESTS := $(patsubst $(TESTS_DIR)/unit/%.c,$(BUILD)/unit/%,$(wildcard $(TEST
 # Pure logic, linked with the component's Open-MPI-free part only.
 $(UNIT_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/%.c $(VALIDATE_SOURCES) $(VALIDATE_HEADERS) $(tests_mk)
 	@mkdir -p $(@D)
-	$(CC) -O1 -g $(WARN) -std=gnu11 $(SAN_LDFLAGS) -I$(BTL_OFI_ROOT) -o $@ $< \
-	    $(VALIDATE_SOURCES) -lcmocka -lfabric
+	$(CC) -O1 -g $(WARN) -std=gnu11 $(SAN_LDFLAGS) $(FABRIC_CPPFLAGS) -I$(BTL_OFI_ROOT) -o $@ $< \
+	    $(VALIDATE_SOURCES) $(FABRIC_LDFLAGS) -lcmocka -lfabric
 
 # ---------------------------------------------------------------- mpi
 
@@ -71,8 +71,8 @@ $(eval $(call mpi_test_rule,robustness,$(TESTS_DIR)/robustness,-std=gnu11 -Wno-u
 FAULT_SHIM := $(BUILD)/robustness/libfi_fault.so
 $(FAULT_SHIM): $(TESTS_DIR)/robustness/fi_fault.c $(tests_mk)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -shared -fPIC -o $@ $< \
-	    -ldl -lpthread -lfabric
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -shared -fPIC $(FABRIC_CPPFLAGS) \
+	    -o $@ $< $(FABRIC_LDFLAGS) -ldl -lpthread -lfabric
 
 ROBUSTNESS_PROGS := $(robustness_PROGS) $(FAULT_SHIM)
 

@@ -41,6 +41,7 @@ static struct fi_info *make_info(fake_info_t *f, const char *prov, uint32_t prov
     f->fabric.prov_version = prov_version;
     f->domain.mr_mode = mr_mode;
     f->domain.name = "dev0";
+    f->domain.data_progress = FI_PROGRESS_MANUAL;
     f->ep.type = FI_EP_RDM;
     f->tx.op_flags = op_flags;
     f->info.caps = caps;
@@ -54,6 +55,11 @@ static struct fi_info *make_info(fake_info_t *f, const char *prov, uint32_t prov
 }
 
 #define BASIC_MR (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+
+/* fabric_attr->prov_version of the providers built into each release */
+#define LF_1_17 MCA_BTL_OFI_RELEASE(1, 17)
+#define LF_2_1  MCA_BTL_OFI_RELEASE(2, 1)
+#define LF_2_2  MCA_BTL_OFI_RELEASE(2, 2)
 #define ALL_CAPS (FI_RMA | FI_ATOMIC | FI_MSG)
 
 static bool usable(struct fi_info *info, char *why, size_t len)
@@ -84,12 +90,28 @@ static void test_efa_from_1_12_accepted(void **state)
     assert_true(usable(&f.info, NULL, 0));
 }
 
+/* scalable registration as API 1.5 and later report it: no mode bit */
 static void test_psm2_accepted(void **state)
 {
     fake_info_t f;
     (void) state;
-    make_info(&f, "psm2", FI_VERSION(117, 0), FI_MR_SCALABLE, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    make_info(&f, "psm2", LF_1_17, 0, ALL_CAPS, FI_DELIVERY_COMPLETE);
     assert_true(usable(&f.info, NULL, 0));
+}
+
+/* We ask for API 1.9 or newer: mr_mode is a mask, and the bits of the
+ * pre-1.5 values FI_MR_BASIC (1) and FI_MR_SCALABLE (2), deprecated in
+ * 2.0, are bits we do not serve, with either version's headers. */
+static void test_legacy_mr_values_rejected(void **state)
+{
+    fake_info_t f;
+    char why[128] = "";
+    (void) state;
+    for (int legacy = 1; legacy <= 2; ++legacy) {
+        make_info(&f, "psm2", LF_2_1, legacy, ALL_CAPS, FI_DELIVERY_COMPLETE);
+        assert_false(usable(&f.info, why, sizeof(why)));
+        assert_non_null(strstr(why, "memory-registration mode"));
+    }
 }
 
 static void test_software_providers_accepted(void **state)
@@ -104,20 +126,6 @@ static void test_software_providers_accepted(void **state)
     }
 }
 
-/* rxd up to libfabric 1.17 crashed under concurrent atomics */
-static void test_rxd_before_1_18_rejected(void **state)
-{
-    fake_info_t f;
-    char why[256] = "";
-    (void) state;
-    make_info(&f, "udp;ofi_rxd", FI_VERSION(117, 0), BASIC_MR | FI_MR_ENDPOINT, ALL_CAPS,
-              FI_DELIVERY_COMPLETE);
-    assert_false(usable(&f.info, why, sizeof(why)));
-    assert_non_null(strstr(why, "ofi_rxd"));
-    make_info(&f, "udp;ofi_rxd", FI_VERSION(118, 0), BASIC_MR | FI_MR_ENDPOINT, ALL_CAPS,
-              FI_DELIVERY_COMPLETE);
-    assert_true(usable(&f.info, NULL, 0));
-}
 
 /* upstream rejects every ofi_rxm by name; we look at what it promises */
 static void test_rxm_needs_delivery_complete(void **state)
@@ -168,6 +176,244 @@ static void test_unsupported_shapes_rejected(void **state)
     assert_false(mca_btl_ofi_info_usable(NULL, ONE_SIDED_CAPS, NULL, 0));
 }
 
+/* ---- the version-dependent rules, with 1.17's and 2.1's fi_infos ---- */
+
+/* The built-in providers' version is the release's: 1.17 is 117.0, 2.1 is
+ * 201.0 (OFI_VERSION_DEF_PROV), so every "from 1.x" rule holds for 2.x. */
+static void test_release_versions(void **state)
+{
+    (void) state;
+    assert_int_equal(LF_1_17, FI_VERSION(117, 0));
+    assert_int_equal(LF_2_1, FI_VERSION(201, 0));
+    assert_true(FI_VERSION_GE(LF_2_1, MCA_BTL_OFI_RELEASE(1, 18)));
+}
+
+/* rxd crashed inside libfabric in our suite with 1.17 and with 2.1; the
+ * releases after 2.1 are untried and not refused */
+static void test_rxd_per_version(void **state)
+{
+    static const uint32_t crashed[] = { LF_1_17, MCA_BTL_OFI_RELEASE(1, 18), LF_2_1 };
+    fake_info_t f;
+    char why[256] = "";
+    (void) state;
+    for (size_t i = 0; i < sizeof(crashed) / sizeof(crashed[0]); ++i) {
+        make_info(&f, "udp;ofi_rxd", crashed[i], BASIC_MR | FI_MR_ENDPOINT, ALL_CAPS,
+                  FI_DELIVERY_COMPLETE);
+        assert_false(usable(&f.info, why, sizeof(why)));
+        assert_non_null(strstr(why, "ofi_rxd"));
+    }
+    make_info(&f, "udp;ofi_rxd", LF_2_2, BASIC_MR | FI_MR_ENDPOINT, ALL_CAPS,
+              FI_DELIVERY_COMPLETE);
+    assert_true(usable(&f.info, NULL, 0));
+}
+
+static void test_rxm_delivery_complete_per_version(void **state)
+{
+    static const uint32_t versions[] = { LF_1_17, LF_2_1 };
+    fake_info_t f;
+    (void) state;
+    for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); ++i) {
+        make_info(&f, "tcp;ofi_rxm", versions[i], BASIC_MR, ALL_CAPS,
+                  FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE);
+        assert_true(usable(&f.info, NULL, 0));
+        make_info(&f, "tcp;ofi_rxm", versions[i], BASIC_MR, ALL_CAPS, FI_TRANSMIT_COMPLETE);
+        assert_false(usable(&f.info, NULL, 0));
+    }
+    /* 2.x's native RDM tcp is judged by the same promise */
+    make_info(&f, "tcp", LF_2_1, BASIC_MR, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    assert_true(usable(&f.info, NULL, 0));
+    make_info(&f, "tcp", LF_2_1, BASIC_MR, ALL_CAPS, FI_TRANSMIT_COMPLETE);
+    assert_false(usable(&f.info, NULL, 0));
+}
+
+static void test_mr_modes_per_version(void **state)
+{
+    static const uint32_t versions[] = { LF_1_17, LF_2_1 };
+    mca_btl_ofi_plan_t plan;
+    fake_info_t f;
+    (void) state;
+    for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); ++i) {
+        make_info(&f, "shm", versions[i], BASIC_MR | FI_MR_HMEM, ALL_CAPS, FI_DELIVERY_COMPLETE);
+        assert_true(usable(&f.info, NULL, 0));
+        mca_btl_ofi_plan_info(&f.info, &plan);
+        assert_true(plan.virt_addr && plan.prov_key);
+        assert_false(plan.mr_local || plan.mr_endpoint);
+        make_info(&f, "tcp;ofi_rxm", versions[i], FI_MR_ENDPOINT | FI_MR_LOCAL, ALL_CAPS,
+                  FI_DELIVERY_COMPLETE);
+        assert_true(usable(&f.info, NULL, 0));
+        mca_btl_ofi_plan_info(&f.info, &plan);
+        assert_true(plan.mr_endpoint && plan.mr_local);
+        assert_false(plan.virt_addr || plan.prov_key);
+        /* FI_MR_RMA_EVENT and FI_MR_COLLECTIVE ask for what we do not do */
+        make_info(&f, "sockets", versions[i], BASIC_MR | FI_MR_RMA_EVENT, ALL_CAPS,
+                  FI_DELIVERY_COMPLETE);
+        assert_false(usable(&f.info, NULL, 0));
+    }
+}
+
+/* What the component asks fi_getinfo for with the headers it was built
+ * with: no deprecated registration bits, and a table AV from 2.0 on. */
+static void test_hints_per_api(void **state)
+{
+    struct fi_info *hints = fi_allocinfo();
+    (void) state;
+    assert_non_null(hints);
+    mca_btl_ofi_fill_hints(hints, ALL_CAPS, FI_PROGRESS_MANUAL, false);
+    assert_int_equal(hints->domain_attr->mr_mode & 0x3, 0);
+    assert_int_equal(hints->domain_attr->mr_mode & FI_MR_HMEM, 0);
+    assert_true(0 != (hints->mode & FI_CONTEXT2));
+    assert_true(0 != (hints->tx_attr->op_flags & FI_DELIVERY_COMPLETE));
+#if FI_MAJOR_VERSION >= 2
+    assert_int_equal(hints->domain_attr->av_type, FI_AV_TABLE);
+#else
+    assert_int_equal(hints->domain_attr->av_type, FI_AV_MAP);
+#endif
+    fi_freeinfo(hints);
+}
+
+/* 2.1 builds psm3, which without its NIC runs over kernel sockets and
+ * hung in our suite: turned down then, taken on its NIC */
+static void test_psm3_over_sockets_rejected(void **state)
+{
+    fake_info_t f;
+    char why[256] = "";
+    (void) state;
+    make_info(&f, "psm3", MCA_BTL_OFI_RELEASE(4, 0), 0, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    f.fabric.name = "TCP-192.0.2.0/24";
+    assert_false(usable(&f.info, why, sizeof(why)));
+    assert_non_null(strstr(why, "sockets"));
+    f.fabric.name = "UDP-192.0.2.0/24";
+    assert_false(usable(&f.info, NULL, 0));
+    f.fabric.name = "RoCE-192.0.2.0/24";
+    assert_true(usable(&f.info, NULL, 0));
+}
+
+/* ---- EFA as libfabric 2.x presents it (no hardware here) ---- */
+
+#define EFA_TX_FLAGS (FI_INJECT | FI_COMPLETION | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+/* one-sided traffic without the provider's atomics, with messages for ours */
+#define RMA_MSG_CAPS (FI_RMA | FI_MSG)
+
+/* 2.x's efa: RDM over SRD, atomics and part of RMA emulated by the
+ * provider, manual progress, no FI_MR_LOCAL, no context mode */
+static struct fi_info *make_efa_rdm(fake_info_t *f, uint32_t version)
+{
+    make_info(f, "efa", version, BASIC_MR | FI_MR_HMEM, ALL_CAPS, EFA_TX_FLAGS);
+    f->fabric.name = "efa";
+    f->info.mode = 0;
+    f->domain.data_progress = FI_PROGRESS_MANUAL;
+    return &f->info;
+}
+
+/* 2.x's efa-direct: the device alone, RMA and messages, no atomics, no
+ * emulated protocol, every local buffer registered, FI_CONTEXT2 */
+static struct fi_info *make_efa_direct(fake_info_t *f, uint32_t version)
+{
+    make_info(f, "efa", version, BASIC_MR | FI_MR_LOCAL | FI_MR_HMEM, RMA_MSG_CAPS, EFA_TX_FLAGS);
+    f->fabric.name = "efa-direct";
+    f->info.mode = FI_CONTEXT2;
+    f->domain.data_progress = FI_PROGRESS_MANUAL;
+    return &f->info;
+}
+
+static void test_efa_rdm_2x(void **state)
+{
+    mca_btl_ofi_plan_t plan;
+    fake_info_t f;
+    (void) state;
+    make_efa_rdm(&f, LF_2_1);
+    assert_true(usable(&f.info, NULL, 0));
+    mca_btl_ofi_plan_info(&f.info, &plan);
+    assert_false(plan.efa_direct);
+    assert_false(plan.mr_local);
+    assert_false(plan.context2);
+    assert_true(plan.provider_atomics); /* fi_query_atomic is asked */
+    assert_true(plan.bypass_mr_cache);  /* before 2.2 */
+    assert_true(mca_btl_ofi_progress_thread_wanted(MCA_BTL_OFI_PROGRESS_THREAD_AUTO,
+                                                   f.domain.data_progress, NULL));
+    assert_true(mca_btl_ofi_provider_rank("efa", false) > mca_btl_ofi_provider_rank("tcp", false));
+}
+
+static void test_efa_direct_2x(void **state)
+{
+    mca_btl_ofi_plan_t plan;
+    fake_info_t f;
+    char why[128] = "";
+    (void) state;
+    make_efa_direct(&f, LF_2_1);
+    /* with the atomics asked of the provider it does not qualify ... */
+    assert_false(usable(&f.info, why, sizeof(why)));
+    assert_non_null(strstr(why, "missing capabilities"));
+    /* ... without them (our target-applied atomics, over its messages) it does */
+    assert_true(mca_btl_ofi_info_usable(&f.info, RMA_MSG_CAPS, NULL, 0));
+    mca_btl_ofi_plan_info(&f.info, &plan);
+    assert_true(plan.efa_direct);
+    assert_true(plan.mr_local);         /* local buffers registered */
+    assert_true(plan.context2);         /* two context words per operation */
+    assert_false(plan.provider_atomics); /* atomics applied at the target */
+    assert_true(plan.bypass_mr_cache);
+    /* FI_CONTEXT2 is a mode we serve; one we do not is still refused */
+    f.info.mode |= FI_MSG_PREFIX;
+    assert_false(mca_btl_ofi_info_usable(&f.info, RMA_MSG_CAPS, NULL, 0));
+}
+
+/* Discovery's rounds: device memory goes first, then the provider's
+ * atomics (efa-direct qualifies in that round), then, unless the user set
+ * the mode, two-sided traffic; then nothing is left. */
+static void test_discovery_rounds(void **state)
+{
+    mca_btl_ofi_wishes_t w = { .rma = true, .msg = true, .msg_optional = true, .hmem = true,
+                               .atomics = true };
+    uint64_t round[4];
+    int n = 0;
+    fake_info_t f;
+    (void) state;
+    do {
+        assert_true(n < 4);
+        round[n++] = mca_btl_ofi_primary_caps(mca_btl_ofi_wished_caps(&w));
+    } while (mca_btl_ofi_give_up_wish(&w));
+    assert_int_equal(n, 4);
+    assert_true(round[0] & FI_HMEM);
+    assert_int_equal(round[1], FI_RMA | FI_ATOMIC | FI_MSG);
+    assert_int_equal(round[2], FI_RMA | FI_MSG);
+    assert_int_equal(round[3], FI_RMA | FI_ATOMIC);
+    assert_int_equal(mca_btl_ofi_primary_caps(FI_RMA | FI_READ | FI_SEND | FI_MSG), FI_RMA | FI_MSG);
+    make_efa_direct(&f, LF_2_1);
+    for (int i = 0; i < n; ++i) {
+        assert_true(mca_btl_ofi_info_usable(&f.info, round[i], NULL, 0) == (2 == i));
+    }
+    /* the user asked for both: messages are never given up */
+    w = (mca_btl_ofi_wishes_t){ .rma = true, .msg = true, .hmem = false, .atomics = true };
+    assert_true(mca_btl_ofi_give_up_wish(&w));
+    assert_false(w.atomics);
+    assert_false(mca_btl_ofi_give_up_wish(&w));
+}
+
+/* efa cached registrations itself before 2.2, and ours stayed out; from
+ * 2.2 on ours applies.  No other provider is bypassed. */
+static void test_mr_cache_rule_per_version(void **state)
+{
+    mca_btl_ofi_plan_t plan;
+    fake_info_t f;
+    (void) state;
+    make_efa_rdm(&f, LF_1_17);
+    mca_btl_ofi_plan_info(&f.info, &plan);
+    assert_true(plan.bypass_mr_cache);
+    make_efa_rdm(&f, LF_2_1);
+    mca_btl_ofi_plan_info(&f.info, &plan);
+    assert_true(plan.bypass_mr_cache);
+    make_efa_rdm(&f, LF_2_2);
+    mca_btl_ofi_plan_info(&f.info, &plan);
+    assert_false(plan.bypass_mr_cache);
+    make_efa_direct(&f, LF_2_2);
+    mca_btl_ofi_plan_info(&f.info, &plan);
+    assert_false(plan.bypass_mr_cache);
+    make_info(&f, "tcp", LF_2_1, BASIC_MR, ALL_CAPS, FI_DELIVERY_COMPLETE);
+    mca_btl_ofi_plan_info(&f.info, &plan);
+    assert_false(plan.bypass_mr_cache);
+    assert_false(plan.efa_direct);
+}
+
 static void test_ranking(void **state)
 {
     (void) state;
@@ -201,6 +447,10 @@ static void test_lists(void **state)
     assert_false(mca_btl_ofi_list_names("", "sockets"));
     assert_false(mca_btl_ofi_list_names(NULL, "sockets"));
     assert_false(mca_btl_ofi_list_names("efa,psm2", "shm"));
+    /* exact names: libfabric 2.x's RDM "tcp" against "tcp;ofi_rxm" */
+    assert_true(mca_btl_ofi_list_names_exactly("shm, tcp", "tcp"));
+    assert_false(mca_btl_ofi_list_names_exactly("tcp", "tcp;ofi_rxm"));
+    assert_true(mca_btl_ofi_list_names_exactly("TCP;OFI_RXM", "tcp;ofi_rxm"));
 }
 
 static void test_clamp(void **state)
@@ -316,12 +566,22 @@ int main(void)
         cmocka_unit_test(test_efa_before_1_12_rejected),
         cmocka_unit_test(test_efa_from_1_12_accepted),
         cmocka_unit_test(test_psm2_accepted),
+        cmocka_unit_test(test_legacy_mr_values_rejected),
         cmocka_unit_test(test_software_providers_accepted),
-        cmocka_unit_test(test_rxd_before_1_18_rejected),
         cmocka_unit_test(test_rxm_needs_delivery_complete),
         cmocka_unit_test(test_missing_delivery_complete_rejected),
         cmocka_unit_test(test_verbs_rxm_with_mr_local_accepted),
         cmocka_unit_test(test_unsupported_shapes_rejected),
+        cmocka_unit_test(test_release_versions),
+        cmocka_unit_test(test_rxd_per_version),
+        cmocka_unit_test(test_rxm_delivery_complete_per_version),
+        cmocka_unit_test(test_mr_modes_per_version),
+        cmocka_unit_test(test_hints_per_api),
+        cmocka_unit_test(test_psm3_over_sockets_rejected),
+        cmocka_unit_test(test_efa_rdm_2x),
+        cmocka_unit_test(test_efa_direct_2x),
+        cmocka_unit_test(test_mr_cache_rule_per_version),
+        cmocka_unit_test(test_discovery_rounds),
         cmocka_unit_test(test_ranking),
         cmocka_unit_test(test_lists),
         cmocka_unit_test(test_clamp),
