@@ -339,6 +339,11 @@ class Bench:
             cmd += ["--mca", "btl", self.upstream_osc_btls(), "--mca", "osc", "rdma",
                     "--mca", "opal_common_ofi_provider_include", p,
                     "--mca", "osc_base_verbose", "20", "--mca", "btl_base_verbose", "10"]
+            if DISTRO:
+                # 4.1's osc/rdma takes the lowest-latency BTL that reaches
+                # every peer (vader ties with btl/ofi) and names it only in
+                # debug builds: this list makes it take btl/ofi
+                cmd += ["--mca", "osc_rdma_btls", "ofi"]
         else:
             cmd += ["--mca", "btl", "ofi,self", "--mca", "btl_ofi_mode", "2",
                     "--mca", "osc", "rdma",
@@ -916,7 +921,9 @@ class Bench:
         if DISTRO:
             L.append("Every job runs the distribution's Open MPI (%s): `contrib/mpirun --distro` "
                      "in place of `contrib/mpirun` below, ours from `build-distro/`, "
-                     "upstream = the distribution's own btl/ofi, sm = its `%s`."
+                     "upstream = the distribution's own btl/ofi (one-sided: with `--mca "
+                     "osc_rdma_btls ofi`, or 4.1's osc/rdma may take the shared-memory BTL "
+                     "beside it), sm = its `%s`."
                      % (m.get("Open MPI", "?"), SM_BTL))
             L.append("")
         L.append("- **ours**: `contrib/mpirun -np 2 --mca pml ob1 --mca btl ofi,self "
@@ -930,8 +937,9 @@ class Bench:
                      self.upstream_osc_btls(), self.provider))
         L.append("- **nothread**: ours with `--mca btl_ofi_progress_thread off` (no number "
                  "for the busy_* rows: its origins wait until the target stops computing).")
-        L.append("- **sm**: Open MPI's own btl/sm under osc/rdma, one node: `contrib/mpirun "
-                 "--stock -np 2 --mca pml ob1 --mca btl sm,self --mca osc rdma`.")
+        L.append("- **sm**: Open MPI's own btl/%s under osc/rdma, one node: `contrib/mpirun "
+                 "--stock -np 2 --mca pml ob1 --mca btl %s,self --mca osc rdma`."
+                 % (SM_BTL, SM_BTL))
         L.append("- **raw**: `build/fi_bench %s-p '%s'` (libfabric alone, same fi_info "
                  "attributes; `n/a` where it has no equivalent test).  %s" % (
                      " ".join(self.raw_spin_flag()) + " " if self.raw_spin_flag() else "",
