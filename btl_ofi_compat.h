@@ -26,7 +26,10 @@
  *   opal_process_info itself, 4.1 takes its fields one by one;
  * - the size of the job: a field of opal_process_info in 5.0, a PMIx key
  *   in 4.1;
- * - 4.1 has no opal_atomic_int32_t/_int64_t/_uint64_t types.
+ * - 4.1 has no opal_atomic_int32_t/_int64_t/_uint64_t types;
+ * - where libfabric lives: in libopen-pal in 5.0; in 4.1 only in the DSOs
+ *   that use it, so that closing ours could unmap it (see
+ *   mca_btl_ofi_compat_keep_loaded).
  */
 
 #ifndef MCA_BTL_OFI_COMPAT_H
@@ -34,6 +37,7 @@
 
 #include "opal_config.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -92,6 +96,16 @@ static inline uint32_t mca_btl_ofi_compat_job_size(void)
     return opal_process_info.num_procs > 0 ? (uint32_t) opal_process_info.num_procs : 0;
 }
 
+/**
+ * Keep the object holding SYMBOL mapped until the process ends.  Nothing to
+ * do in 5.0: libopen-pal links libfabric, so it stays whatever happens to
+ * this DSO.
+ */
+static inline void mca_btl_ofi_compat_keep_loaded(const void *symbol)
+{
+    (void) symbol;
+}
+
 #elif OPAL_MAJOR_VERSION == 4 && OPAL_MINOR_VERSION >= 1
 
 #    include "opal/mca/pmix/pmix.h"
@@ -143,6 +157,21 @@ static inline uint32_t mca_btl_ofi_compat_job_size(void)
 
     OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wildcard, &where, OPAL_UINT32);
     return OPAL_SUCCESS == rc ? size : 0;
+}
+
+/* In 4.1 libfabric is loaded only with the DSOs that link it (ours and
+ * libmca_common_ofi): when Open MPI closes our component and unloads it,
+ * libfabric is unmapped too, while a provider's own threads (sockets') may
+ * still be finishing their work; upstream's 4.1 btl/ofi sleeps 1 s in its
+ * close for this.  A reference that is never dropped keeps this DSO, and
+ * the libraries it needs, mapped until the process ends. */
+static inline void mca_btl_ofi_compat_keep_loaded(const void *symbol)
+{
+    Dl_info where;
+
+    if (0 != dladdr(symbol, &where) && NULL != where.dli_fname) {
+        (void) dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    }
 }
 
 #else

@@ -259,6 +259,7 @@ static void add_help_dir_of_dso(void)
 
 static int mca_btl_ofi_component_open(void)
 {
+    mca_btl_ofi_compat_keep_loaded((const void *) &mca_btl_ofi_component);
     add_help_dir_of_dso();
     mca_btl_ofi_component.module_count = 0;
     mca_btl_ofi_component.provider_name = NULL;
