@@ -66,12 +66,12 @@
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/rcache/base/base.h"
-#include "opal/mca/threads/mutex.h"
 #include "opal/sys/atomic.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
+#include "btl_ofi_compat.h"
 #include "btl_ofi_validate.h"
 
 BEGIN_C_DECLS

@@ -493,6 +493,12 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_ofi_check_endpoint(endpoint))) {
         return OPAL_ERR_UNREACH;
     }
+    /* No registration for the target: Open MPI 4.1's osc/rdma tries the BTL
+     * first for its own rank's memory and does the atomic itself when
+     * refused. */
+    if (OPAL_UNLIKELY(NULL == remote_handle)) {
+        return OPAL_ERR_BAD_PARAM;
+    }
     comp = mca_btl_ofi_comp_get(module, endpoint, local_address, local_handle, cbfunc, cbcontext,
                                 cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {

@@ -24,10 +24,8 @@
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/common/ofi/common_ofi.h"
-#include "opal/mca/pmix/pmix-internal.h"
 #include "opal/util/argv.h"
 #include "opal/util/printf.h"
-#include "opal/util/string_copy.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
@@ -146,7 +144,7 @@ static int mca_btl_ofi_component_register(void)
     module->super.btl_put_limit = 1ul << 30;
     module->super.btl_get_limit = 1ul << 30;
     module->super.btl_flags = MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
-                              | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION
+                              | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_OFI_FLAGS_REMOTE_COMPLETION
                               | MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
     rc = mca_btl_base_param_register(&c->super.btl_version, &module->super);
     if (OPAL_SUCCESS != rc) {
@@ -251,7 +249,7 @@ static void add_help_dir_of_dso(void)
     if (added || 0 == dladdr((void *) &mca_btl_ofi_component, &where) || NULL == where.dli_fname) {
         return;
     }
-    (void) opal_string_copy(dir, where.dli_fname, sizeof(dir));
+    (void) snprintf(dir, sizeof(dir), "%s", where.dli_fname);
     (void) snprintf(file, sizeof(file), "%s/help-mpi-btl-ofi.txt", dirname(dir));
     if (0 == access(file, R_OK)) {
         (void) opal_show_help_add_dir(dir);
@@ -261,6 +259,7 @@ static void add_help_dir_of_dso(void)
 
 static int mca_btl_ofi_component_open(void)
 {
+    mca_btl_ofi_compat_keep_loaded((const void *) &mca_btl_ofi_component);
     add_help_dir_of_dso();
     mca_btl_ofi_component.module_count = 0;
     mca_btl_ofi_component.provider_name = NULL;
@@ -307,8 +306,9 @@ static bool btl_ofi_requested(void)
 
 static bool job_on_one_node(void)
 {
-    return opal_process_info.num_procs > 0
-           && opal_process_info.num_local_peers + 1 >= opal_process_info.num_procs;
+    uint32_t job_size = mca_btl_ofi_compat_job_size();
+
+    return job_size > 0 && (uint32_t) opal_process_info.num_local_peers + 1 >= job_size;
 }
 
 /** fi_getinfo with the newest API we were built with, then 1.9. */
@@ -421,7 +421,7 @@ static int collect_nics(struct fi_info *list, const char *prov, uint64_t require
     if (NULL == first_of_prov) {
         return 0;
     }
-    nearest = opal_common_ofi_select_provider(first_of_prov, &opal_process_info);
+    nearest = mca_btl_ofi_compat_nearest(first_of_prov);
 
     for (int pass = 0; pass < 2 && count < max; ++pass) {
         for (struct fi_info *info = (0 == pass) ? nearest : first_of_prov;
@@ -787,7 +787,7 @@ mca_btl_ofi_component_t mca_btl_ofi_component = {
     .super = {
         .btl_version = {
             /* our own release number, not Open MPI's */
-            MCA_BTL_BASE_VERSION_3_3_0,
+            MCA_BTL_OFI_BTL_VERSION,
             .mca_component_name = "ofi",
             MCA_BASE_MAKE_VERSION(component, BTL_OFI_VERSION_MAJOR, BTL_OFI_VERSION_MINOR,
                                   BTL_OFI_VERSION_RELEASE),

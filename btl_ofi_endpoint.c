@@ -17,8 +17,6 @@
 
 #include <string.h>
 
-#include "opal/mca/pmix/pmix-internal.h"
-
 #include "btl_ofi.h"
 
 static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
@@ -110,7 +108,7 @@ int mca_btl_ofi_modex_send(void)
         memcpy(p + sizeof(n), c->modules[i]->ep_name, n);
         p += sizeof(n) + n;
     }
-    OPAL_MODEX_SEND(rc, PMIX_GLOBAL, &c->super.btl_version, hdr, size);
+    OPAL_MODEX_SEND(rc, MCA_BTL_OFI_MODEX_GLOBAL, &c->super.btl_version, hdr, size);
     free(hdr);
     return rc;
 }

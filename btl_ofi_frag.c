@@ -233,18 +233,12 @@ static void deliver_am(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t 
     mca_btl_base_tag_t tag = hdr->tag;
     const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
     mca_btl_base_segment_t segment = { .seg_addr.pval = (void *) (hdr + 1), .seg_len = len };
-    mca_btl_base_receive_descriptor_t desc = {
-        .endpoint = mca_btl_ofi_endpoint_for_vpid(module, hdr->src_vpid),
-        .des_segments = &segment,
-        .des_segment_count = 1,
-        .tag = tag,
-        .cbdata = reg->cbdata,
-    };
 
     mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_RECV, 1);
     mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_RECV_BYTES, len);
     if (OPAL_LIKELY(NULL != reg->cbfunc)) {
-        reg->cbfunc(&module->super, &desc);
+        mca_btl_ofi_compat_deliver(&module->super, reg, tag,
+                                   mca_btl_ofi_endpoint_for_vpid(module, hdr->src_vpid), &segment);
     } else {
         MCA_BTL_OFI_VERBOSE(1, "dropped a message with unregistered tag %d", tag);
     }

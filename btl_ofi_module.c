@@ -19,7 +19,6 @@
 #include <strings.h>
 
 #include "opal/mca/common/ofi/common_ofi.h"
-#include "opal/mca/pmix/pmix-internal.h"
 #include "opal/util/printf.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"

@@ -259,6 +259,9 @@ static int start_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpo
     mca_btl_ofi_comp_t *comp;
     int rc;
 
+    if (OPAL_UNLIKELY(NULL == remote_handle)) {
+        return OPAL_ERR_BAD_PARAM; /* no registration for the target */
+    }
     comp = mca_btl_ofi_comp_get(module, endpoint, args->local, local_handle, cbfunc, cbcontext,
                                 cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {

@@ -26,6 +26,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BTL_OFI_BUILD", os.path.join(ROOT, "build"))
 MPIRUN = os.path.join(ROOT, "contrib", "mpirun")
+# contrib/bench --distro: every job through the distribution's Open MPI
+DISTRO = os.environ.get("BTL_OFI_BENCH_DISTRO") == "1"
+# Open MPI's own shared-memory BTL: vader in 4.1
+SM_BTL = "vader" if DISTRO else "sm"
+MPIRUN_CMD = [MPIRUN] + (["--distro"] if DISTRO else [])
 
 # ours; ours with its progress thread off; upstream's btl/ofi; Open MPI's
 # btl/sm under osc/rdma (one node); raw libfabric.
@@ -314,11 +319,11 @@ class Bench:
     # the peer (without one, MPI_Win_create's collectives crash in ob1), sm
     # on one node and tcp across hosts.
     def upstream_osc_btls(self):
-        return "ofi,self,sm" if self.args.hosts == 1 else "ofi,self,tcp"
+        return "ofi,self," + SM_BTL if self.args.hosts == 1 else "ofi,self,tcp"
 
     def mpirun_prefix(self, impl, group, np=2):
         p = self.provider
-        cmd = [MPIRUN]
+        cmd = list(MPIRUN_CMD)
         if impl in ("upstream", "sm"):
             cmd.append("--stock")
         if self.args.hosts > 1 and not self.args.hostfile:
@@ -337,13 +342,18 @@ class Bench:
             if impl == "nothread":
                 cmd += ["--mca", "btl_ofi_progress_thread", "off"]
         elif impl == "sm":
-            cmd += ["--mca", "btl", "sm,self", "--mca", "osc", "rdma"]
+            cmd += ["--mca", "btl", SM_BTL + ",self", "--mca", "osc", "rdma"]
         elif group == "osc":
             # Verbose selection output tells whether upstream's btl/ofi
             # really carried the window or osc/rdma fell back to sm.
             cmd += ["--mca", "btl", self.upstream_osc_btls(), "--mca", "osc", "rdma",
                     "--mca", "opal_common_ofi_provider_include", p,
                     "--mca", "osc_base_verbose", "20", "--mca", "btl_base_verbose", "10"]
+            if DISTRO:
+                # 4.1's osc/rdma takes the lowest-latency BTL that reaches
+                # every peer (vader ties with btl/ofi) and names it only in
+                # debug builds: this list makes it take btl/ofi
+                cmd += ["--mca", "osc_rdma_btls", "ofi"]
         else:
             cmd += ["--mca", "btl", "ofi,self", "--mca", "btl_ofi_mode", "2",
                     "--mca", "osc", "rdma",
@@ -600,7 +610,7 @@ class Bench:
         return total * self.rounds
 
     def detect_provider(self):
-        cmd = [MPIRUN, "-np", "2", "--mca", "pml", "ob1", "--mca", "btl", "ofi,self",
+        cmd = MPIRUN_CMD + ["-np", "2", "--mca", "pml", "ob1", "--mca", "btl", "ofi,self",
                "--mca", "btl_ofi_verbose", "1",
                os.path.join(BUILD, "p2p_bench"), "-t", "pingpong", "-m", "8:8",
                "-i", "1", "-w", "0", "-T", "60"]
@@ -897,8 +907,8 @@ class Bench:
         except (OSError, subprocess.TimeoutExpired):
             info["libfabric"] = "?"
         try:
-            v = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True,
-                               timeout=30).stdout
+            v = subprocess.run(MPIRUN_CMD + ["--version"],
+                               capture_output=True, text=True, timeout=30).stdout
             m = re.search(r"\(Open MPI\) (\S+)", v) or re.search(r"(\d+\.\d+\.\d+)", v)
             info["Open MPI"] = m.group(1) if m else "?"
         except (OSError, subprocess.TimeoutExpired):
@@ -928,6 +938,14 @@ class Bench:
         L.append("")
         L.append("Implementations (each round runs %s in turn):" % ", ".join(self.impls))
         L.append("")
+        if DISTRO:
+            L.append("Every job runs the distribution's Open MPI (%s): `contrib/mpirun --distro` "
+                     "in place of `contrib/mpirun` below, ours from `build-distro/`, "
+                     "upstream = the distribution's own btl/ofi (one-sided: with `--mca "
+                     "osc_rdma_btls ofi`, or 4.1's osc/rdma may take the shared-memory BTL "
+                     "beside it), sm = its `%s`."
+                     % (m.get("Open MPI", "?"), SM_BTL))
+            L.append("")
         L.append("- **ours**: `contrib/mpirun -np 2 --mca pml ob1 --mca btl ofi,self "
                  "--mca osc rdma --mca btl_ofi_provider_include '%s'`" % self.provider)
         L.append("- **upstream**, one-sided: `contrib/mpirun --stock -np 2 --mca pml ob1 --mca btl "
@@ -939,8 +957,9 @@ class Bench:
                      self.upstream_osc_btls(), self.provider))
         L.append("- **nothread**: ours with `--mca btl_ofi_progress_thread off` (no number "
                  "for the busy_* rows: its origins wait until the target stops computing).")
-        L.append("- **sm**: Open MPI's own btl/sm under osc/rdma, one node: `contrib/mpirun "
-                 "--stock -np 2 --mca pml ob1 --mca btl sm,self --mca osc rdma`.")
+        L.append("- **sm**: Open MPI's own btl/%s under osc/rdma, one node: `contrib/mpirun "
+                 "--stock -np 2 --mca pml ob1 --mca btl %s,self --mca osc rdma`."
+                 % (SM_BTL, SM_BTL))
         L.append("- **raw**: `build/fi_bench %s-p '%s'` (libfabric alone, same fi_info "
                  "attributes; `n/a` where it has no equivalent test).  %s" % (
                      " ".join(self.raw_spin_flag()) + " " if self.raw_spin_flag() else "",

@@ -90,3 +90,58 @@ fi_info_cmd() {
         fi_info "$@"
     fi
 }
+
+# ------------------------------------------------------------------
+# The distribution's Open MPI (contrib/setup --distro): Debian's packages,
+# their source package configured for its headers only, and our component
+# built for it into build-distro/.
+
+BTL_OFI_DISTRO_PACKAGES=(openmpi-bin libopenmpi-dev)
+BTL_OFI_DISTRO_CACHE=$BTL_OFI_CACHE/distro
+BTL_OFI_DISTRO_BUILD=${BTL_OFI_DISTRO_BUILD:-$BTL_OFI_ROOT/build-distro}
+
+# The distribution's ompi_info, untouched by an environment that selects
+# another Open MPI (contrib/env) or another component path.
+distro_ompi_info() {
+    env -u OMPI_MCA_mca_base_component_path -u OMPI_MCA_mca_base_component_show_load_errors \
+        /usr/bin/ompi_info "$@"
+}
+
+# distro_probe: set DISTRO_VERSION (upstream version, 4.1.4), DISTRO_DEBVER
+# (its source package's version, 4.1.4-3), DISTRO_LIBDIR (libopen-pal),
+# DISTRO_PKGLIBDIR (the components, mca_btl_ofi.so among them),
+# DISTRO_MPIRUN, DISTRO_MPICC and DISTRO_SRC (the configured source tree),
+# or die saying what to run.
+distro_probe() {
+    local pkg=libopenmpi-dev
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' ||
+        [ ! -x /usr/bin/ompi_info ]; then
+        die "the distribution's Open MPI (${BTL_OFI_DISTRO_PACKAGES[*]}) is not installed: run contrib/setup --distro"
+    fi
+    DISTRO_DEBVER=$(dpkg-query -W -f='${source:Version}' "$pkg")
+    DISTRO_VERSION=${DISTRO_DEBVER%%-*}
+    DISTRO_VERSION=${DISTRO_VERSION#*:}
+    local paths
+    paths=$(distro_ompi_info --parsable --path libdir --path pkglibdir) ||
+        die "/usr/bin/ompi_info failed"
+    DISTRO_LIBDIR=$(sed -n 's/^path:libdir://p' <<<"$paths")
+    DISTRO_PKGLIBDIR=$(sed -n 's/^path:pkglibdir://p' <<<"$paths")
+    [ -d "$DISTRO_PKGLIBDIR" ] || die "ompi_info names no component directory ('$DISTRO_PKGLIBDIR')"
+    # Debian names Open MPI's programs *.openmpi; mpirun and mpicc are
+    # alternatives that may point at another MPI
+    DISTRO_MPIRUN=/usr/bin/mpirun.openmpi
+    DISTRO_MPICC=/usr/bin/mpicc.openmpi
+    [ -x "$DISTRO_MPIRUN" ] || DISTRO_MPIRUN=/usr/bin/mpirun
+    [ -x "$DISTRO_MPICC" ] || DISTRO_MPICC=/usr/bin/mpicc
+    DISTRO_SRC=$BTL_OFI_DISTRO_CACHE/openmpi-$DISTRO_VERSION
+}
+
+# The make arguments that build for the distribution's Open MPI (after
+# distro_probe): the configured source tree for the headers, its external
+# PMIx's headers, and the installed libraries.
+distro_make_args() {
+    local pmix
+    pmix=$(sed -n "s/^.*'--with-pmix=\([^']*\)'.*$/\1/p" "$DISTRO_SRC/config.log" 2>/dev/null | head -n1)
+    echo "OMPI_SRC=$DISTRO_SRC OMPI_PREFIX=/usr OMPI_LIBDIR=$DISTRO_LIBDIR MPICC=$DISTRO_MPICC" \
+        "BUILD=$BTL_OFI_DISTRO_BUILD${pmix:+ PMIX_INCLUDE=$pmix/include}"
+}
