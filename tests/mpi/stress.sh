@@ -3,7 +3,7 @@
 # BTL_OFI_STRESS_REPS times (default 20) for each np and provider, on one
 # node or (--hosts 2) across simulated hosts.
 #
-#   bash tests/mpi/stress.sh [--hosts N] [--provider P]... [--reps R]
+#   bash tests/mpi/stress.sh [--hosts N] [--provider P]... [--reps R] [--only NAME]...
 #
 # One line per (program, np, provider):
 #   PASS|FAIL|SKIP  stress  NAME np=N PROVIDER [ARGS]  (R/R passed, median Xs, slowest Ys)
@@ -21,11 +21,13 @@ ALL_PROVIDERS=(sockets "tcp;ofi_rxm" shm net "net;ofi_rxm")
 HOSTS_PROVIDERS=("tcp;ofi_rxm" sockets)
 hosts=""
 providers=()
+only=()
 while [ $# -gt 0 ]; do
     case $1 in
     --hosts) hosts=${2:?--hosts needs a count}; shift ;;
     --provider) providers+=("${2:?--provider needs a name}"); shift ;;
     --reps) REPS=${2:?--reps needs a count}; shift ;;
+    --only) only+=("${2:?--only needs a program name}"); shift ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "stress.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -101,6 +103,7 @@ while IFS= read -r line || [ -n "$line" ]; do
     line=${line%%#*}
     read -r -a fields <<<"$line"
     [ ${#fields[@]} -ge 3 ] || continue
+    [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" ${fields[0]} "* ]] || continue
     IFS=, read -r -a nps <<<"${fields[1]}"
     case_providers=("${providers[@]}")
     [ "${fields[2]}" = all ] || IFS=, read -r -a case_providers <<<"${fields[2]}"
