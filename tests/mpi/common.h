@@ -234,6 +234,26 @@ TC_UNUSED static int tc_stock_run(void)
     return NULL != flavour && 0 == strcmp(flavour, "stock");
 }
 
+/* Collective.  Our counters on this rank into VALUES (0 where one does not
+ * exist) and summed over ranks into SUMS; returns how many do not exist
+ * here, the first of them in *FIRST_MISSING. */
+TC_UNUSED static int tc_read_pvar_sums(unsigned long values[TC_NUM_PVARS],
+                                       unsigned long sums[TC_NUM_PVARS], int *first_missing)
+{
+    int missing = 0;
+
+    *first_missing = -1;
+    for (int i = 0; i < TC_NUM_PVARS; ++i) {
+        values[i] = 0;
+        if (0 != btl_ofi_pvars_read(tc_all_pvars[i], &values[i])) {
+            *first_missing = (0 == missing) ? i : *first_missing;
+            ++missing;
+        }
+    }
+    TC_MPI(MPI_Allreduce(values, sums, TC_NUM_PVARS, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD));
+    return missing;
+}
+
 /*
  * Collective.  Fails unless all of our performance variables exist and each
  * counter in NAMES (space separated, e.g. "put_count get_count") is non-zero
@@ -243,7 +263,7 @@ TC_UNUSED static int tc_stock_run(void)
 TC_UNUSED static void tc_expect_pvars(enum tc_pvar_scope scope, const char *names)
 {
     unsigned long values[TC_NUM_PVARS], sums[TC_NUM_PVARS];
-    int missing = 0;
+    int missing = 0, first_missing = -1;
 
     if (tc_stock_run()) {
         /* a comparison run: another btl/ofi (or none) carried the traffic */
@@ -263,18 +283,12 @@ TC_UNUSED static void tc_expect_pvars(enum tc_pvar_scope scope, const char *name
         return;
     }
 
-    for (int i = 0; i < TC_NUM_PVARS; ++i) {
-        values[i] = 0;
-        if (0 != btl_ofi_pvars_read(tc_all_pvars[i], &values[i])) {
-            ++missing;
-            if (1 == missing) {
-                TC_FAIL("MPI_T performance variable btl_ofi_%s not found: our btl/ofi is not "
-                        "loaded (upstream's or none carried the traffic)",
-                        tc_all_pvars[i]);
-            }
-        }
+    missing = tc_read_pvar_sums(values, sums, &first_missing);
+    if (missing) {
+        TC_FAIL("MPI_T performance variable btl_ofi_%s not found: our btl/ofi is not "
+                "loaded (upstream's or none carried the traffic)",
+                tc_all_pvars[first_missing]);
     }
-    TC_MPI(MPI_Allreduce(values, sums, TC_NUM_PVARS, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD));
     if (0 == tc_rank) {
         char line[1024];
         size_t used = 0;

@@ -241,14 +241,10 @@ static void walk_and_check(list_t *l, list_ptr_t head, int per_rank)
 static void print_bench_row(const list_t *l, double slowest, int per_rank)
 {
     unsigned long values[TC_NUM_PVARS], sums[TC_NUM_PVARS];
-    int missing = 0, any_missing = 0;
+    int first_missing, any_missing = 0;
+    int missing = tc_read_pvar_sums(values, sums, &first_missing);
 
-    for (int i = 0; i < TC_NUM_PVARS; ++i) {
-        values[i] = 0;
-        missing |= 0 != btl_ofi_pvars_read(tc_all_pvars[i], &values[i]);
-    }
-    TC_MPI(MPI_Allreduce(values, sums, TC_NUM_PVARS, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD));
-    TC_MPI(MPI_Allreduce(&missing, &any_missing, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
+    TC_MPI(MPI_Allreduce(&missing, &any_missing, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (0 != tc_rank) {
         return;
     }
