@@ -192,6 +192,48 @@ void mca_btl_ofi_contexts_plan(mca_btl_ofi_module_t *module)
     }
 }
 
+/*
+ * shm names its region after the process id ("<pid>:<uid>:<index>" in
+ * /dev/shm), creates it exclusively and fails fi_enable with EBUSY when
+ * the file exists and a live process has that pid.  A job killed with
+ * SIGKILL leaves its regions behind, and once the pid comes round again
+ * the new process is that live owner: it cannot start.  A suffix that
+ * differs from one process to the next (the start time in nanoseconds)
+ * keeps stale regions out of the way; peers learn the name through the
+ * modex as before.  Best effort: the default name still works otherwise.
+ */
+static void name_shm_endpoint_uniquely(mca_btl_ofi_module_t *module)
+{
+    char name[256], unique[sizeof(name)];
+    size_t len = sizeof(name);
+    struct timespec now;
+    int rc;
+
+    if (0 != strcmp(module->info->fabric_attr->prov_name, "shm")) {
+        return;
+    }
+    rc = fi_getname(&module->ep->fid, name, &len);
+    if (0 != rc || len == 0 || len > sizeof(name) || '\0' != name[len - 1]) {
+        MCA_BTL_OFI_VERBOSE(10, "shm: keeping the default endpoint name (fi_getname: %s)",
+                            0 != rc ? fi_strerror(-rc) : "not a string");
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &now);
+    rc = snprintf(unique, sizeof(unique), "%s:%llx", name,
+                  (unsigned long long) now.tv_sec * 1000000000ull
+                      + (unsigned long long) now.tv_nsec);
+    if (rc < 0 || (size_t) rc >= sizeof(unique)) {
+        return;
+    }
+    rc = fi_setname(&module->ep->fid, unique, (size_t) rc + 1);
+    if (0 != rc) {
+        MCA_BTL_OFI_VERBOSE(10, "shm: keeping the default endpoint name %s (fi_setname: %s)", name,
+                            fi_strerror(-rc));
+        return;
+    }
+    MCA_BTL_OFI_VERBOSE(20, "shm: endpoint named %s", unique);
+}
+
 static int open_fabric_endpoint(mca_btl_ofi_module_t *module)
 {
     int rc;
@@ -212,6 +254,7 @@ static int open_fabric_endpoint(mca_btl_ofi_module_t *module)
                                   module->device_name, rc);
         return OPAL_ERROR;
     }
+    name_shm_endpoint_uniquely(module);
     return OPAL_SUCCESS;
 }
 

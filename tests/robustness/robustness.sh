@@ -6,7 +6,8 @@
 #   fault        libfabric failures injected by tests/robustness/fi_fault.c
 #                (EAGAIN, EIO, error completions, fi_av_insert, fi_mr_reg)
 #   peer-death   a rank SIGKILLs itself mid-epoch / mid-exchange: the job
-#                ends quickly, nothing is left behind
+#                ends quickly, nothing is left behind; a new process whose
+#                pid left a stale shm region behind still gets shm
 #   access       window buffers freed and reallocated at the same address
 #                get fresh registrations; access flags reported
 #
@@ -312,7 +313,40 @@ peer_death_case() {
     fi
 }
 
+# A job killed with SIGKILL leaves its shm regions behind; when a new
+# process gets the same pid, shm used to refuse its endpoint (fi_enable:
+# EBUSY) and btl/ofi dropped the provider.  Our endpoints carry a name of
+# their own, so both ranks must come up on shm and pass.
+stale_shm_case() {
+    local list
+    if ! fi_info -p shm -t FI_EP_RDM >/dev/null 2>&1; then
+        faults_report SKIP peer-death stale-shm-region "libfabric offers no shm provider here"
+        return
+    fi
+    list=$(mktemp)
+    faults_mpirun peer-death stale-shm-region 60 -np 2 -x STALE_SHM_LIST="$list" "${BASE[@]}" \
+        --mca btl_ofi_provider_include shm --mca btl_ofi_verbose 20 \
+        "$FAULTS_ROOT/tests/robustness/stale_shm_region.sh" "$FAULTS_OUT/rma_flood" -r 4 -p 64 -q
+    local planted named
+    planted=$(wc -l <"$list")
+    named=$(grep -a -c 'shm: endpoint named' "$MPI_LOG" || true)
+    xargs -r rm -f <"$list"
+    rm -f "$list"
+    local details="rc=$MPI_RC, ${MPI_SECS}s, $planted stale regions planted, $named endpoints renamed"
+    if [ "$planted" != 2 ]; then
+        faults_report FAIL peer-death stale-shm-region "the wrapper did not run on both ranks; $details"
+    elif ! faults_exact "$MPI_LOG" 2; then
+        local why
+        why=$(faults_crash_sign "$MPI_LOG")
+        [ -n "$why" ] || why=$(grep -a -m1 -oE 'Call: +fi_[a-z_]+' "$MPI_LOG" || echo 'not exact')
+        faults_report FAIL peer-death stale-shm-region "$why; $details"
+    else
+        faults_report PASS peer-death stale-shm-region "$details"
+    fi
+}
+
 lane_peer_death() {
+    stale_shm_case
     peer_death_case rma sockets
     peer_death_case p2p sockets
     peer_death_case rma "tcp;ofi_rxm"
