@@ -145,3 +145,32 @@ distro_make_args() {
     echo "OMPI_SRC=$DISTRO_SRC OMPI_PREFIX=/usr OMPI_LIBDIR=$DISTRO_LIBDIR MPICC=$DISTRO_MPICC" \
         "BUILD=$BTL_OFI_DISTRO_BUILD${pmix:+ PMIX_INCLUDE=$pmix/include}"
 }
+
+# ------------------------------------------------------------------
+# The MPI test manifests (tests/mpi/*.tests, tests/mpi/stress.list):
+#   NAME  NPS  PROVIDERS  [EXTRA MPIRUN ARGS...] [-- PROGRAM ARGS...]
+# with '#' starting a comment.  contrib/check's mpi lane and
+# tests/mpi/stress.sh read them and launch their lines the same way.
+
+# manifest_lines FILE: "LINENO<tab>LINE" for every line that is not empty
+# once its comment is cut off.
+manifest_lines() {
+    awk '{ sub(/#.*/, "") } NF { printf "%d\t%s\n", NR, $0 }' "$1"
+}
+
+# mpi_test_command PROGRAM NP PROVIDER [MPIRUN ARGS...] [-- PROGRAM ARGS...]:
+# sets MPI_TEST_CMD to the launch of one manifest line's case (after
+# contrib/mpirun and its own options): our btl/ofi and osc/rdma on
+# PROVIDER, with the line's extra mpirun and program arguments.
+mpi_test_command() {
+    local prog=$1 np=$2 p=$3
+    shift 3
+    local mpirun_args=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        mpirun_args+=("$1")
+        shift
+    done
+    [ $# -gt 0 ] && shift
+    MPI_TEST_CMD=(-np "$np" --oversubscribe --mca pml ob1 --mca btl ofi,self --mca osc rdma
+        --mca btl_ofi_provider_include "$p" ${mpirun_args[@]+"${mpirun_args[@]}"} "$prog" "$@")
+}

@@ -51,16 +51,8 @@ summarize() {
 stress_case() {
     local name=$1 np=$2 p=$3
     shift 3
-    local mpirun_args=() args=()
-    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-        mpirun_args+=("$1")
-        shift
-    done
-    [ $# -gt 0 ] && shift
-    args=("$@")
     local label="stress  $name  np=$np  $p"
-    [ ${#mpirun_args[@]} -gt 0 ] && label+="  ${mpirun_args[*]}"
-    [ ${#args[@]} -gt 0 ] && label+="  -- ${args[*]}"
+    [ $# -gt 0 ] && label+="  $*"
     [ -n "$hosts" ] && label+="  hosts=$hosts"
     if ! fi_info -p "$p" -t FI_EP_RDM >/dev/null 2>&1; then
         echo "SKIP  $label  (libfabric offers no FI_EP_RDM provider '$p' here)"
@@ -68,16 +60,14 @@ stress_case() {
     fi
     local launcher=("$ROOT/contrib/mpirun")
     [ -n "$hosts" ] && launcher+=(--hosts "$hosts")
+    mpi_test_command "$BTL_OFI_BUILD/mpi/$name" "$np" "$p" "$@"
     local tag
-    tag=$(echo "$name-np$np-$p-${mpirun_args[*]:-}-${args[*]:-}" | tr -c 'A-Za-z0-9_.=-' '_')
+    tag=$(echo "$name-np$np-$p-$*" | tr -c 'A-Za-z0-9_.=-' '_')
     local passed=0 rep times=() log=$LOGDIR/$tag.log
     for ((rep = 1; rep <= REPS; rep++)); do
         local t0 rc
         t0=$(date +%s%N)
-        timeout -k 10 "$TIMEOUT" "${launcher[@]}" -np "$np" --oversubscribe --mca pml ob1 \
-            --mca btl ofi,self --mca osc rdma --mca btl_ofi_provider_include "$p" \
-            ${mpirun_args[@]+"${mpirun_args[@]}"} "$BTL_OFI_BUILD/mpi/$name" \
-            ${args[@]+"${args[@]}"} </dev/null >"$log.run" 2>&1
+        timeout -k 10 "$TIMEOUT" "${launcher[@]}" "${MPI_TEST_CMD[@]}" </dev/null >"$log.run" 2>&1
         rc=$?
         times+=("$(echo "scale=2; ($(date +%s%N) - $t0) / 1000000000" | bc)")
         if [ $rc = 0 ]; then
@@ -99,8 +89,7 @@ stress_case() {
     fi
 }
 
-while IFS= read -r line || [ -n "$line" ]; do
-    line=${line%%#*}
+while IFS=$'\t' read -r _ line; do
     read -r -a fields <<<"$line"
     [ ${#fields[@]} -ge 3 ] || continue
     [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" ${fields[0]} "* ]] || continue
@@ -112,4 +101,4 @@ while IFS= read -r line || [ -n "$line" ]; do
             stress_case "${fields[0]}" "$np" "$p" "${fields[@]:3}"
         done
     done
-done <"$ROOT/tests/mpi/stress.list"
+done < <(manifest_lines "$ROOT/tests/mpi/stress.list")
