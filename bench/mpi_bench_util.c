@@ -32,13 +32,22 @@ int bench_parse_size(const char *s, size_t *out)
     if (errno || end == s)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end != '\0' || v > BENCH_MAX_SIZE_LIMIT)
         return -1;
-    *out = (size_t)v;
+    *out = (size_t) v;
     return 0;
 }
 
@@ -49,7 +58,7 @@ int bench_parse_range(const char *s, size_t *min, size_t *max)
     if (!colon)
         return bench_parse_size(s, max);
     char first[64];
-    size_t n = (size_t)(colon - s);
+    size_t n = (size_t) (colon - s);
     if (n == 0 || n >= sizeof(first))
         return -1;
     memcpy(first, s, n);
@@ -73,8 +82,7 @@ static long parse_count(const char *arg, const char *prog, char opt, long lowest
     return v;
 }
 
-bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg,
-                         const char *prog)
+bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg, const char *prog)
 {
     switch (opt) {
     case 'i':
@@ -96,15 +104,15 @@ bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg,
         o->quick = true;
         return true;
     case 'T':
-        o->timeout = (int)parse_count(arg, prog, 'T', 0);
+        o->timeout = (int) parse_count(arg, prog, 'T', 0);
         return true;
     default:
         return false;
     }
 }
 
-void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind,
-                    size_t size, struct bench_plan *plan)
+void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind, size_t size,
+                    struct bench_plan *plan)
 {
     bool large = size > BENCH_LARGE_MSG;
 
@@ -179,7 +187,7 @@ static inline unsigned char pattern_byte(size_t i, unsigned seed)
 {
     /* Varies with the offset so that misplaced or truncated transfers show,
      * and with the seed so that stale data from an earlier size shows. */
-    return (unsigned char)((i * 131u + (i >> 8) * 7u + seed * 29u + 1u) & 0xff);
+    return (unsigned char) ((i * 131u + (i >> 8) * 7u + seed * 29u + 1u) & 0xff);
 }
 
 void bench_fill_pattern(void *buf, size_t len, unsigned seed)
@@ -205,11 +213,11 @@ static void watchdog_fired(int sig)
     char msg[160];
     int n;
 
-    (void)sig;
+    (void) sig;
     n = snprintf(msg, sizeof(msg), "%s: watchdog: no completion in time, aborting\n",
                  watchdog_what);
     if (n > 0)
-        (void)!write(STDERR_FILENO, msg, (size_t)n);
+        (void) !write(STDERR_FILENO, msg, (size_t) n);
     /* Exiting without MPI_Finalize makes the launcher tear the job down. */
     _exit(124);
 }
@@ -220,7 +228,7 @@ void bench_arm_watchdog(int seconds, const char *what)
         return;
     watchdog_what = what;
     signal(SIGALRM, watchdog_fired);
-    alarm((unsigned)seconds);
+    alarm((unsigned) seconds);
 }
 
 /* Open MPI reports a counter through a handle as the increase since the

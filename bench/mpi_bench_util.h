@@ -14,27 +14,27 @@
 
 /* Same thresholds and caps as bench/fi_bench.c, so that the three columns
  * of contrib/bench are measured the same way. */
-#define BENCH_WINDOW 64
-#define BENCH_LARGE_MSG 65536
-#define BENCH_POINT_TIME_CAP 0.1
+#define BENCH_WINDOW          64
+#define BENCH_LARGE_MSG       65536
+#define BENCH_POINT_TIME_CAP  0.1
 #define BENCH_WARMUP_TIME_CAP 0.05
 #define BENCH_DEFAULT_TIMEOUT 120
-#define BENCH_MAX_SIZE_LIMIT ((size_t)1 << 30)
+#define BENCH_MAX_SIZE_LIMIT  ((size_t) 1 << 30)
 
 enum bench_kind { BENCH_LATENCY, BENCH_BANDWIDTH, BENCH_RATE };
 
 struct bench_common_opts {
-    long iters;          /* <= 0: default plan */
-    long warmup;         /* < 0: default plan */
-    double time_cap;     /* < 0: default cap; 0: never cut short */
+    long iters;      /* <= 0: default plan */
+    long warmup;     /* < 0: default plan */
+    double time_cap; /* < 0: default cap; 0: never cut short */
     bool quick;
-    int timeout;         /* seconds before the watchdog aborts the job */
+    int timeout; /* seconds before the watchdog aborts the job */
 };
 
 struct bench_plan {
-    long iters;          /* latency: operations; bw/rate: windows */
+    long iters; /* latency: operations; bw/rate: windows */
     long warmup;
-    double timed_cap;    /* seconds; 0 = no cap */
+    double timed_cap; /* seconds; 0 = no cap */
     double warmup_cap;
 };
 
@@ -64,11 +64,10 @@ void bench_sizes_range(struct bench_sizes *out, size_t min, size_t max);
 size_t bench_sizes_max(const struct bench_sizes *s);
 
 /* Handles -i -w -c -q -T; returns true when it consumed the option. */
-bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg,
-                         const char *prog);
+bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg, const char *prog);
 
-void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind,
-                    size_t size, struct bench_plan *plan);
+void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind, size_t size,
+                    struct bench_plan *plan);
 
 void bench_fill_pattern(void *buf, size_t len, unsigned seed);
 

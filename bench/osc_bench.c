@@ -7,7 +7,7 @@
  *             [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP] [-c CAP]
  *             [-q] [-T SECS]
  *
-  * Two ranks.  Rank 0 is the origin and does all timing; rank 1 is the
+ * Two ranks.  Rank 0 is the origin and does all timing; rank 1 is the
  * target and waits in MPI_Barrier, which is where it drives progress, as a
  * passive target in OSU's lock_all mode does.  put_bibw makes both ranks
  * origins of each other.  The busy_* tests keep the target out of MPI:
@@ -51,11 +51,11 @@ static const struct test_desc tests[] = {
     { "get_lat", OP_GET, BENCH_LATENCY, false, "MPI_Get + MPI_Win_flush latency", false },
     { "put_bw", OP_PUT, BENCH_BANDWIDTH, false, "MPI_Put bandwidth, 64 per flush", false },
     { "get_bw", OP_GET, BENCH_BANDWIDTH, false, "MPI_Get bandwidth, 64 per flush", false },
-    { "put_bibw", OP_PUT, BENCH_BANDWIDTH, true,
-      "MPI_Put bidirectional bandwidth, 64 per flush", false },
+    { "put_bibw", OP_PUT, BENCH_BANDWIDTH, true, "MPI_Put bidirectional bandwidth, 64 per flush",
+      false },
     { "put_rate", OP_PUT, BENCH_RATE, false, "MPI_Put message rate, 64 per flush", false },
-    { "acc_lat", OP_ACC, BENCH_LATENCY, false,
-      "MPI_Accumulate(SUM, int64) + MPI_Win_flush latency", false },
+    { "acc_lat", OP_ACC, BENCH_LATENCY, false, "MPI_Accumulate(SUM, int64) + MPI_Win_flush latency",
+      false },
     { "gacc_lat", OP_GACC, BENCH_LATENCY, false,
       "MPI_Get_accumulate(SUM, int64) + MPI_Win_flush latency", false },
     { "fop_lat", OP_FOP, BENCH_LATENCY, false,
@@ -72,9 +72,9 @@ static const struct test_desc tests[] = {
 
 /* Operations a busy-target test times at most, and how long the target
  * computes at most when the flag never comes. */
-#define BUSY_MAX_OPS 2000
+#define BUSY_MAX_OPS  2000
 #define BUSY_MAX_SECS 5.0
-#define NUM_TESTS (sizeof(tests) / sizeof(tests[0]))
+#define NUM_TESTS     (sizeof(tests) / sizeof(tests[0]))
 
 static const char *const flavour_names[] = { "create", "allocate", "dynamic" };
 
@@ -90,10 +90,10 @@ struct osc_state {
     const struct test_desc *t;
     int rank, peer;
     MPI_Win win;
-    unsigned char *win_buf;     /* this rank's exposed memory */
-    unsigned char *origin_buf;  /* source of puts, destination of gets */
-        MPI_Aint peer_base;         /* displacement of the peer's window memory */
-    size_t win_len;             /* bytes of data in the window (a flag may follow) */
+    unsigned char *win_buf;    /* this rank's exposed memory */
+    unsigned char *origin_buf; /* source of puts, destination of gets */
+    MPI_Aint peer_base;        /* displacement of the peer's window memory */
+    size_t win_len;            /* bytes of data in the window (a flag may follow) */
     /* Atomics: the counter at the target starts at 0 and every operation
      * adds one, so each fetched value is predictable. */
     int64_t one, compare, swap, result;
@@ -119,26 +119,26 @@ static bool is_target(const struct osc_state *st)
 static void print_usage(FILE *f)
 {
     fprintf(f,
-        "usage: osc_bench -t TEST[,TEST...] [-m [MIN:]MAX | -m A,B,...]\n"
-        "                 [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP]\n"
-        "                 [-c CAP] [-q] [-T SECS] [-h]\n"
-        "\n"
-        "MPI one-sided benchmarks, OSU style, exactly 2 ranks (0 origin, 1 target).\n"
-        "  -t TESTS  comma-separated, or all: put_lat get_lat put_bw get_bw\n"
-        "            put_bibw put_rate acc_lat gacc_lat fop_lat cas_lat\n"
-        "  -m        message sizes: powers of two from MIN to MAX (default\n"
-        "            1:4m), or a list; suffixes k, m; atomics always use 8\n"
-        "  -f        window flavour (default create; on one node osc/rdma serves\n"
-        "            allocate windows through shared memory, not a BTL)\n"
-        "  -i ITERS  timed iterations (latency: operations, bw/rate: windows of\n"
-        "            %d); default 1000/100 (latency), 100/20 windows (bw), the\n"
-        "            second above 64 KiB, cut short after %.2f s per size\n"
-        "  -w WARMUP untimed iterations first (default 100/10, 10/2 windows)\n"
-        "  -c CAP    seconds per size before the timed loop is cut short\n"
-        "            (0 = never; ignored with -i)\n"
-        "  -q        quick: a tenth of the default iterations\n"
-        "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n",
-        BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT);
+            "usage: osc_bench -t TEST[,TEST...] [-m [MIN:]MAX | -m A,B,...]\n"
+            "                 [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP]\n"
+            "                 [-c CAP] [-q] [-T SECS] [-h]\n"
+            "\n"
+            "MPI one-sided benchmarks, OSU style, exactly 2 ranks (0 origin, 1 target).\n"
+            "  -t TESTS  comma-separated, or all: put_lat get_lat put_bw get_bw\n"
+            "            put_bibw put_rate acc_lat gacc_lat fop_lat cas_lat\n"
+            "  -m        message sizes: powers of two from MIN to MAX (default\n"
+            "            1:4m), or a list; suffixes k, m; atomics always use 8\n"
+            "  -f        window flavour (default create; on one node osc/rdma serves\n"
+            "            allocate windows through shared memory, not a BTL)\n"
+            "  -i ITERS  timed iterations (latency: operations, bw/rate: windows of\n"
+            "            %d); default 1000/100 (latency), 100/20 windows (bw), the\n"
+            "            second above 64 KiB, cut short after %.2f s per size\n"
+            "  -w WARMUP untimed iterations first (default 100/10, 10/2 windows)\n"
+            "  -c CAP    seconds per size before the timed loop is cut short\n"
+            "            (0 = never; ignored with -i)\n"
+            "  -q        quick: a tenth of the default iterations\n"
+            "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n",
+            BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT);
 }
 
 static int select_tests(const char *list, struct options *opt)
@@ -170,7 +170,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
     int c;
 
     memset(opt, 0, sizeof(*opt));
-    bench_sizes_range(&opt->sizes, 1, (size_t)4 << 20);
+    bench_sizes_range(&opt->sizes, 1, (size_t) 4 << 20);
     opt->flavour = WIN_CREATE;
     bench_common_defaults(&opt->common);
 
@@ -192,7 +192,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
             bool found = false;
             for (int i = 0; i < 3; i++) {
                 if (strcmp(optarg, flavour_names[i]) == 0) {
-                    opt->flavour = (enum win_flavour)i;
+                    opt->flavour = (enum win_flavour) i;
                     found = true;
                 }
             }
@@ -229,11 +229,11 @@ static int create_window(struct osc_state *st, size_t len)
         st->win_buf = bench_alloc(len);
         if (!st->win_buf)
             return -1;
-        rc = MPI_Win_create(st->win_buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                            &st->win);
+        rc =
+            MPI_Win_create(st->win_buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &st->win);
         break;
     case WIN_ALLOCATE:
-        rc = MPI_Win_allocate((MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &st->win_buf,
+        rc = MPI_Win_allocate((MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &st->win_buf,
                               &st->win);
         if (rc == MPI_SUCCESS)
             memset(st->win_buf, 0, len);
@@ -245,13 +245,13 @@ static int create_window(struct osc_state *st, size_t len)
             return -1;
         rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &st->win);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Win_attach(st->win, st->win_buf, (MPI_Aint)len);
+            rc = MPI_Win_attach(st->win, st->win_buf, (MPI_Aint) len);
         if (rc != MPI_SUCCESS)
             break;
         /* Dynamic windows are addressed by absolute address. */
         MPI_Get_address(st->win_buf, &mine);
-        rc = MPI_Sendrecv(&mine, 1, MPI_AINT, st->peer, 0, &st->peer_base, 1, MPI_AINT,
-                          st->peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        rc = MPI_Sendrecv(&mine, 1, MPI_AINT, st->peer, 0, &st->peer_base, 1, MPI_AINT, st->peer, 0,
+                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         break;
     }
     default:
@@ -283,16 +283,16 @@ static void unlock_self(struct osc_state *st)
 
 static unsigned pattern_seed(size_t size, int writer)
 {
-    return (unsigned)(size * 2 + (size_t)writer);
+    return (unsigned) (size * 2 + (size_t) writer);
 }
 
 static void check_fetched(struct osc_state *st, int64_t expected)
 {
     if (st->result != expected) {
         if (st->bad_fetches == 0)
-            fprintf(stderr, "osc_bench: %s: op %" PRId64 " fetched %" PRId64
-                    ", expected %" PRId64 "\n", st->t->name, st->atomic_ops,
-                    st->result, expected);
+            fprintf(stderr,
+                    "osc_bench: %s: op %" PRId64 " fetched %" PRId64 ", expected %" PRId64 "\n",
+                    st->t->name, st->atomic_ops, st->result, expected);
         st->bad_fetches++;
     }
 }
@@ -304,27 +304,25 @@ static void post_atomic(struct osc_state *st)
 
     switch (st->t->op) {
     case OP_ACC:
-        MPI_Accumulate(&st->one, 1, MPI_INT64_T, st->peer, disp, 1, MPI_INT64_T, MPI_SUM,
-                       st->win);
+        MPI_Accumulate(&st->one, 1, MPI_INT64_T, st->peer, disp, 1, MPI_INT64_T, MPI_SUM, st->win);
         MPI_Win_flush(st->peer, st->win);
         break;
     case OP_GACC:
-        MPI_Get_accumulate(&st->one, 1, MPI_INT64_T, &st->result, 1, MPI_INT64_T, st->peer,
-                           disp, 1, MPI_INT64_T, MPI_SUM, st->win);
+        MPI_Get_accumulate(&st->one, 1, MPI_INT64_T, &st->result, 1, MPI_INT64_T, st->peer, disp, 1,
+                           MPI_INT64_T, MPI_SUM, st->win);
         MPI_Win_flush(st->peer, st->win);
         check_fetched(st, before);
         break;
     case OP_FOP:
-        MPI_Fetch_and_op(&st->one, &st->result, MPI_INT64_T, st->peer, disp, MPI_SUM,
-                         st->win);
+        MPI_Fetch_and_op(&st->one, &st->result, MPI_INT64_T, st->peer, disp, MPI_SUM, st->win);
         MPI_Win_flush(st->peer, st->win);
         check_fetched(st, before);
         break;
     case OP_CAS:
         st->compare = before;
         st->swap = before + 1;
-        MPI_Compare_and_swap(&st->swap, &st->compare, &st->result, MPI_INT64_T, st->peer,
-                             disp, st->win);
+        MPI_Compare_and_swap(&st->swap, &st->compare, &st->result, MPI_INT64_T, st->peer, disp,
+                             st->win);
         MPI_Win_flush(st->peer, st->win);
         check_fetched(st, before);
         break;
@@ -346,10 +344,10 @@ static void one_step(struct osc_state *st, size_t size)
     }
     for (int i = 0; i < ops; i++) {
         if (st->t->op == OP_PUT)
-            MPI_Put(st->origin_buf, (int)size, MPI_BYTE, st->peer, st->peer_base, (int)size,
+            MPI_Put(st->origin_buf, (int) size, MPI_BYTE, st->peer, st->peer_base, (int) size,
                     MPI_BYTE, st->win);
         else
-            MPI_Get(st->origin_buf, (int)size, MPI_BYTE, st->peer, st->peer_base, (int)size,
+            MPI_Get(st->origin_buf, (int) size, MPI_BYTE, st->peer, st->peer_base, (int) size,
                     MPI_BYTE, st->win);
     }
     MPI_Win_flush(st->peer, st->win);
@@ -357,8 +355,7 @@ static void one_step(struct osc_state *st, size_t size)
 
 /* Runs up to `count` steps, stopping early once `cap` seconds are spent
  * (cap 0: never); at least one step when count > 0. */
-static long run_steps(struct osc_state *st, size_t size, long count, double cap,
-                      double *secs)
+static long run_steps(struct osc_state *st, size_t size, long count, double cap, double *secs)
 {
     double t0 = MPI_Wtime(), now = t0;
     long done = 0;
@@ -415,8 +412,10 @@ static int validate_size(struct osc_state *st, size_t size)
             memcpy(&counter, st->win_buf, sizeof(counter));
             unlock_self(st);
             if (counter != total_ops) {
-                fprintf(stderr, "osc_bench: %s: target counter is %" PRId64 " after %" PRId64
-                        " operations\n", t->name, counter, total_ops);
+                fprintf(stderr,
+                        "osc_bench: %s: target counter is %" PRId64 " after %" PRId64
+                        " operations\n",
+                        t->name, counter, total_ops);
                 bad = 1;
             }
         }
@@ -426,8 +425,10 @@ static int validate_size(struct osc_state *st, size_t size)
         off = bench_check_pattern(st->win_buf, size, pattern_seed(size, st->peer));
         unlock_self(st);
         if (off) {
-            fprintf(stderr, "osc_bench: %s: rank %d: data put at %zu bytes is wrong at "
-                    "offset %zu\n", t->name, st->rank, size, off - 1);
+            fprintf(stderr,
+                    "osc_bench: %s: rank %d: data put at %zu bytes is wrong at "
+                    "offset %zu\n",
+                    t->name, st->rank, size, off - 1);
             bad = 1;
         }
     } else if (t->op == OP_GET && is_origin(st)) {
@@ -447,15 +448,15 @@ static double step_value(const struct test_desc *t, size_t size, long done, doub
     if (secs <= 0)
         secs = 1e-9;
     if (t->kind == BENCH_LATENCY)
-        return secs * 1e6 / (double)done;
+        return secs * 1e6 / (double) done;
     if (t->kind == BENCH_BANDWIDTH)
-        return (double)size * BENCH_WINDOW * (double)done / secs / 1e6;
-    return (double)BENCH_WINDOW * (double)done / secs;
+        return (double) size * BENCH_WINDOW * (double) done / secs / 1e6;
+    return (double) BENCH_WINDOW * (double) done / secs;
 }
 
 static int compare_double(const void *a, const void *b)
 {
-    double x = *(const double *)a, y = *(const double *)b;
+    double x = *(const double *) a, y = *(const double *) b;
     return (x > y) - (x < y);
 }
 
@@ -469,7 +470,7 @@ static size_t busy_flag_offset(size_t win_len)
  * call, until the flag arrives. */
 static void busy_compute(struct osc_state *st, size_t flag_off)
 {
-    volatile int64_t *flag = (volatile int64_t *)(st->win_buf + flag_off);
+    volatile int64_t *flag = (volatile int64_t *) (st->win_buf + flag_off);
     volatile double x = 1.0;
     double end = MPI_Wtime() + BUSY_MAX_SECS;
 
@@ -485,7 +486,7 @@ static double busy_origin(struct osc_state *st, size_t size, const struct bench_
                           size_t flag_off)
 {
     long n = plan->iters < BUSY_MAX_OPS ? plan->iters : BUSY_MAX_OPS, done = 0;
-    double *lat = calloc((size_t)(n > 0 ? n : 1), sizeof(double)), warm, t0, p99;
+    double *lat = calloc((size_t) (n > 0 ? n : 1), sizeof(double)), warm, t0, p99;
     int64_t one = 1;
 
     MPI_Win_lock_all(0, st->win);
@@ -498,14 +499,14 @@ static double busy_origin(struct osc_state *st, size_t size, const struct bench_
         if (plan->timed_cap > 0 && MPI_Wtime() - t0 >= plan->timed_cap)
             break;
     }
-    MPI_Put(&one, 1, MPI_INT64_T, st->peer, st->peer_base + (MPI_Aint)flag_off, 1,
-            MPI_INT64_T, st->win);
+    MPI_Put(&one, 1, MPI_INT64_T, st->peer, st->peer_base + (MPI_Aint) flag_off, 1, MPI_INT64_T,
+            st->win);
     MPI_Win_unlock_all(st->win);
     if (!lat || done == 0) {
         free(lat);
         return 0;
     }
-    qsort(lat, (size_t)done, sizeof(double), compare_double);
+    qsort(lat, (size_t) done, sizeof(double), compare_double);
     p99 = lat[(done * 99) / 100] * 1e6;
     printf("# %s %zu: %ld ops, median %.3f us, 99th percentile %.3f us, slowest %.3f us\n",
            st->t->name, size, done, lat[done / 2] * 1e6, p99, lat[done - 1] * 1e6);
@@ -540,12 +541,11 @@ static double measure_size(struct osc_state *st, size_t size)
     double secs = 0, value = 0, total = 0;
     long done = 0;
 
-        bench_plan_for(&st->opt->common, st->t->kind, size, &plan);
+    bench_plan_for(&st->opt->common, st->t->kind, size, &plan);
     prepare_size(st, size);
     if (st->t->busy_target)
         return measure_busy(st, size, &plan, busy_flag_offset(st->win_len));
     MPI_Barrier(MPI_COMM_WORLD);
-
 
     if (is_origin(st)) {
         double warm;
@@ -572,9 +572,12 @@ static double measure_size(struct osc_state *st, size_t size)
 static const char *value_column(const struct test_desc *t)
 {
     switch (t->kind) {
-    case BENCH_LATENCY: return "Latency (us)";
-    case BENCH_BANDWIDTH: return "Bandwidth (MB/s)";
-    default: return "Messages/s";
+    case BENCH_LATENCY:
+        return "Latency (us)";
+    case BENCH_BANDWIDTH:
+        return "Bandwidth (MB/s)";
+    default:
+        return "Messages/s";
     }
 }
 
@@ -588,16 +591,16 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
     size_t win_len = bench_sizes_max(sizes);
     int status = 0;
 
-        st->t = t;
+    st->t = t;
     if (win_len < sizeof(int64_t))
         win_len = sizeof(int64_t);
     st->win_len = win_len;
     st->origin_buf = bench_alloc(win_len);
-    if (!st->origin_buf ||
-        create_window(st, t->busy_target ? busy_flag_offset(win_len) + sizeof(int64_t)
-                                         : win_len)) {
-        fprintf(stderr, "osc_bench: rank %d: cannot create a %s window of %zu bytes\n",
-                st->rank, flavour_names[opt->flavour], win_len);
+    if (!st->origin_buf
+        || create_window(st,
+                         t->busy_target ? busy_flag_offset(win_len) + sizeof(int64_t) : win_len)) {
+        fprintf(stderr, "osc_bench: rank %d: cannot create a %s window of %zu bytes\n", st->rank,
+                flavour_names[opt->flavour], win_len);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 
@@ -617,8 +620,8 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
         value = measure_size(st, size);
         if (value < 0) {
             if (st->rank == 0)
-                fprintf(stderr, "osc_bench: %s: wrong data at %zu bytes, stopping\n",
-                        t->name, size);
+                fprintf(stderr, "osc_bench: %s: wrong data at %zu bytes, stopping\n", t->name,
+                        size);
             status = 1;
             break;
         }

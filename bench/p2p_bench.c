@@ -29,16 +29,16 @@
 #include "mpi_bench_util.h"
 
 #define TAG_DATA 1
-#define TAG_ACK 2
+#define TAG_ACK  2
 /* A chunk of iterations between two stop-or-go decisions aims at this
  * fraction of the time cap. */
 #define CHUNK_CAP_FRACTION 8
-#define MAX_CHUNK 1024
+#define MAX_CHUNK          1024
 
 enum p2p_test { TEST_PINGPONG, TEST_BW };
 
 struct options {
-    int window;          /* isends per acknowledgement in bw */
+    int window; /* isends per acknowledgement in bw */
     bool selected[2];
     struct bench_sizes sizes;
     bool sizes_set;
@@ -56,24 +56,24 @@ struct p2p_state {
 static void print_usage(FILE *f)
 {
     fprintf(f,
-        "usage: p2p_bench -t pingpong|bw|pingpong,bw [-m [MIN:]MAX | -m A,B,...]\n"
-        "                 [-W WINDOW] [-i ITERS] [-w WARMUP] [-c CAP] [-q] [-T SECS]\n"
-        "\n"
-        "MPI two-sided benchmarks, OSU style, exactly 2 ranks.\n"
-        "  -t        pingpong (latency, us), bw (window of %d isends, MB/s), or\n"
-        "            both (all)\n"
-        "  -m        sizes: powers of two from MIN to MAX, MIN 0 adding 0 bytes\n"
-        "            (default 0:4m pingpong, 1:4m bw), or a list; bw skips 0\n"
-        "  -W N      bw: isends per acknowledgement (default %d)\n"
-        "  -i ITERS  timed iterations (bw: windows); default 1000/100 (pingpong),\n"
-        "            100/20 (bw), the second above 64 KiB, cut short after\n"
-        "            %.2f s per size\n"
-        "  -w WARMUP untimed iterations first (default 100/10, 10/2)\n"
-        "  -c CAP    seconds per size before the timed loop is cut short\n"
-        "            (0 = never; ignored with -i)\n"
-        "  -q        quick: a tenth of the default iterations\n"
-        "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n",
-        BENCH_WINDOW, BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT);
+            "usage: p2p_bench -t pingpong|bw|pingpong,bw [-m [MIN:]MAX | -m A,B,...]\n"
+            "                 [-W WINDOW] [-i ITERS] [-w WARMUP] [-c CAP] [-q] [-T SECS]\n"
+            "\n"
+            "MPI two-sided benchmarks, OSU style, exactly 2 ranks.\n"
+            "  -t        pingpong (latency, us), bw (window of %d isends, MB/s), or\n"
+            "            both (all)\n"
+            "  -m        sizes: powers of two from MIN to MAX, MIN 0 adding 0 bytes\n"
+            "            (default 0:4m pingpong, 1:4m bw), or a list; bw skips 0\n"
+            "  -W N      bw: isends per acknowledgement (default %d)\n"
+            "  -i ITERS  timed iterations (bw: windows); default 1000/100 (pingpong),\n"
+            "            100/20 (bw), the second above 64 KiB, cut short after\n"
+            "            %.2f s per size\n"
+            "  -w WARMUP untimed iterations first (default 100/10, 10/2)\n"
+            "  -c CAP    seconds per size before the timed loop is cut short\n"
+            "            (0 = never; ignored with -i)\n"
+            "  -q        quick: a tenth of the default iterations\n"
+            "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n",
+            BENCH_WINDOW, BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT);
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)
@@ -135,20 +135,20 @@ static int parse_options(int argc, char **argv, struct options *opt)
         return -1;
     }
     if (!opt->sizes_set)
-        bench_sizes_range(&opt->sizes, 0, (size_t)4 << 20);
+        bench_sizes_range(&opt->sizes, 0, (size_t) 4 << 20);
     return 0;
 }
 
 static void pingpong_step(struct p2p_state *st, size_t size)
 {
     if (st->rank == 0) {
-        MPI_Send(st->sbuf, (int)size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD);
-        MPI_Recv(st->rbuf, (int)size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD,
+        MPI_Send(st->sbuf, (int) size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD);
+        MPI_Recv(st->rbuf, (int) size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     } else {
-        MPI_Recv(st->rbuf, (int)size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD,
+        MPI_Recv(st->rbuf, (int) size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
-        MPI_Send(st->sbuf, (int)size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD);
+        MPI_Send(st->sbuf, (int) size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD);
     }
 }
 
@@ -158,13 +158,13 @@ static void bw_step(struct p2p_state *st, size_t size)
 
     if (st->rank == 0) {
         for (int i = 0; i < st->opt->window; i++)
-            MPI_Isend(st->sbuf, (int)size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD,
+            MPI_Isend(st->sbuf, (int) size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD,
                       &st->reqs[i]);
         MPI_Waitall(st->opt->window, st->reqs, MPI_STATUSES_IGNORE);
         MPI_Recv(&ack, 1, MPI_INT, st->peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
         for (int i = 0; i < st->opt->window; i++)
-            MPI_Irecv(st->rbuf, (int)size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD,
+            MPI_Irecv(st->rbuf, (int) size, MPI_BYTE, st->peer, TAG_DATA, MPI_COMM_WORLD,
                       &st->reqs[i]);
         MPI_Waitall(st->opt->window, st->reqs, MPI_STATUSES_IGNORE);
         MPI_Send(&ack, 1, MPI_INT, st->peer, TAG_ACK, MPI_COMM_WORLD);
@@ -182,8 +182,7 @@ static void one_step(struct p2p_state *st, size_t size)
 /* Runs up to `count` steps in chunks; between chunks rank 0 decides whether
  * to go on (count not reached, cap not spent) and broadcasts how many steps
  * come next.  Only the chunks are timed.  Returns the steps done. */
-static long run_steps(struct p2p_state *st, size_t size, long count, double cap,
-                      double *secs)
+static long run_steps(struct p2p_state *st, size_t size, long count, double cap, double *secs)
 {
     double elapsed = 0;
     long done = 0;
@@ -195,9 +194,8 @@ static long run_steps(struct p2p_state *st, size_t size, long count, double cap,
             if (cap > 0) {
                 /* Chunks sized to a slice of the cap keep the overshoot of
                  * slow transports small and the decision rare on fast ones. */
-                double per_step = done > 0 ? elapsed / (double)done : 0;
-                long fit = per_step > 0
-                    ? (long)(cap / CHUNK_CAP_FRACTION / per_step) : 1;
+                double per_step = done > 0 ? elapsed / (double) done : 0;
+                long fit = per_step > 0 ? (long) (cap / CHUNK_CAP_FRACTION / per_step) : 1;
                 if (fit < 1)
                     fit = 1;
                 if (fit > MAX_CHUNK)
@@ -226,10 +224,12 @@ static int validate_size(struct p2p_state *st, size_t size)
     bool received = st->test == TEST_PINGPONG || st->rank == 1;
 
     if (received) {
-        size_t off = bench_check_pattern(st->rbuf, size, (unsigned)(size * 2 + st->peer));
+        size_t off = bench_check_pattern(st->rbuf, size, (unsigned) (size * 2 + st->peer));
         if (off) {
-            fprintf(stderr, "p2p_bench: rank %d: data received at %zu bytes is wrong at "
-                    "offset %zu\n", st->rank, size, off - 1);
+            fprintf(stderr,
+                    "p2p_bench: rank %d: data received at %zu bytes is wrong at "
+                    "offset %zu\n",
+                    st->rank, size, off - 1);
             bad = 1;
         }
     }
@@ -246,7 +246,7 @@ static double measure_size(struct p2p_state *st, size_t size)
     long done;
 
     bench_plan_for(&opt->common, kind, size, &plan);
-    bench_fill_pattern(st->sbuf, size, (unsigned)(size * 2 + st->rank));
+    bench_fill_pattern(st->sbuf, size, (unsigned) (size * 2 + st->rank));
     memset(st->rbuf, 0, size);
     MPI_Barrier(MPI_COMM_WORLD);
 
@@ -257,8 +257,8 @@ static double measure_size(struct p2p_state *st, size_t size)
     if (secs <= 0)
         secs = 1e-9;
     if (kind == BENCH_LATENCY)
-        return secs * 1e6 / (2.0 * (double)done);
-    return (double)size * opt->window * (double)done / secs / 1e6;
+        return secs * 1e6 / (2.0 * (double) done);
+    return (double) size * opt->window * (double) done / secs / 1e6;
 }
 
 /* Collective; returns 0 when all data was right. */
@@ -272,8 +272,7 @@ static int run_test(struct p2p_state *st, enum p2p_test test)
         if (test == TEST_PINGPONG)
             printf("# p2p_bench pingpong: MPI_Send/MPI_Recv latency (half round trip)\n");
         else
-            printf("# p2p_bench bw: MPI_Isend bandwidth, window of %d, MB = 1e6 B\n",
-                   opt->window);
+            printf("# p2p_bench bw: MPI_Isend bandwidth, window of %d, MB = 1e6 B\n", opt->window);
         printf("# ranks=2%s\n", opt->common.quick ? " quick" : "");
         printf("%-10s%20s\n", "# Size",
                test == TEST_PINGPONG ? "Latency (us)" : "Bandwidth (MB/s)");
@@ -327,7 +326,7 @@ int main(int argc, char **argv)
     len = bench_sizes_max(&opt.sizes);
     st.sbuf = bench_alloc(len);
     st.rbuf = bench_alloc(len);
-    st.reqs = calloc((size_t)opt.window, sizeof(*st.reqs));
+    st.reqs = calloc((size_t) opt.window, sizeof(*st.reqs));
     if (!st.sbuf || !st.rbuf || !st.reqs) {
         fprintf(stderr, "p2p_bench: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
