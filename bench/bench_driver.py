@@ -285,6 +285,11 @@ class Bench:
         self.launch_count = 0
         self._raw_spin = None
         self.selected = self.select_benchmarks(args.tests)
+        if args.many_to_one and not args.tests:
+            # only what has a many-to-one form (and the lock rows), rather
+            # than rows of n/a
+            self.selected = [b for b in self.selected
+                             if b in MANY_TO_ONE_TESTS or b in LOCK_TESTS]
         self.impls = [i for i in args.impls.split(",") if i]
         bad = [i for i in self.impls if i not in IMPLS]
         if bad or "ours" not in self.impls:
@@ -669,7 +674,8 @@ class Bench:
         for rnd in range(1, self.rounds + 1):
             for impl in IMPLS:
                 for group, tests, sizes in self.build_launches(impl, rnd):
-                    if (impl, group) in self.refused:
+                    # the lock rows are one-sided: refused with the osc group
+                    if (impl, "osc" if group == "lock" else group) in self.refused:
                         continue
                     self.run_plan_item(impl, group, tests, sizes, rnd)
                     self.progress_total = max(self.count_progress(), self.progress_done)
