@@ -981,8 +981,9 @@ class Bench:
         np = self.args.np
         L.append("- **ours**: `contrib/mpirun -np %d --mca pml ob1 --mca btl ofi,self "
                  "--mca osc rdma --mca btl_ofi_provider_include '%s'`" % (np, self.provider))
-        L.append("- **upstream**, one-sided: `contrib/mpirun --stock -np %d --mca pml ob1 --mca btl "
-                 "%s --mca osc rdma --mca opal_common_ofi_provider_include '%s'` (its btl/ofi "
+        L.append("- **upstream**, one-sided: `contrib/mpirun --stock -np %d --mca pml ob1 "
+                 "--mca btl %s --mca osc rdma --mca opal_common_ofi_provider_include '%s'` "
+                 "(its btl/ofi "
                  "carries no two-sided traffic: ob1 needs the other BTL); "
                  "two-sided: `--mca btl ofi,self --mca btl_ofi_mode 2` instead of the btl list. "
                  "`refused`: upstream's btl/ofi did not take the provider, or osc/rdma did not "
@@ -1018,7 +1019,8 @@ class Bench:
                      "list_* rows keep their own %d ranks." % (
                          np, "many-to-one: ranks 1..%d all put, get, accumulate or send to "
                          "rank 0 (`-M`)" % (np - 1) if self.args.many_to_one else
-                         "%d concurrent pairs of rank i (origin) and rank i+%d" % (np // 2, np // 2),
+                         "%d concurrent pairs of rank i (origin) and rank i+%d"
+                         % (np // 2, np // 2),
                          LOCK_RANKS))
             L.append("")
         L.append("One-sided tests use `MPI_Win_create` windows and `MPI_Win_lock_all`, one "
@@ -1035,7 +1037,7 @@ class Bench:
             for p in problems:
                 L.append("- " + p)
             L.append("")
-        L.append("## Counters of our btl/ofi (MPI_T, summed over both ranks, last round)")
+        L.append("## Counters of our btl/ofi (MPI_T, summed over all ranks, last round)")
         L.append("")
         L.append("| benchmark | put | get | atomic | send | flush | retry | error |")
         L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
