@@ -60,6 +60,16 @@ LOCK_APPENDS_PER_RANK = 250
 # Tests measured at 8 bytes only: the atomics, busy-target and lock rows.
 ATOMICS = {"acc_lat", "gacc_lat", "fop_lat", "cas_lat"} | BUSY_TESTS | set(LOCK_TESTS)
 P2P_PROGRAM_NAME = {"pingpong": "pingpong", "p2p_bw": "bw"}
+# --many-to-one (osc_bench/p2p_bench -M: ranks 1..N-1 all to rank 0) runs
+# these; the others have no many-to-one form and read n/a.
+MANY_TO_ONE_TESTS = {"put_lat", "get_lat", "put_bw", "get_bw", "put_rate",
+                     "acc_lat", "gacc_lat", "fop_lat", "p2p_bw"}
+# What osc/rdma prints at osc_base_verbose 40 (MCA_BASE_VERBOSE_INFO) for
+# every window it creates: which BTL carries it.  At 20 it prints nothing
+# about the choice.
+OSC_WINDOW_RE = re.compile(r"creating osc/rdma window of flavor")
+OSC_SELECTED_RE = re.compile(r"accelerated_query: selected btl: (\S+)")
+OSC_FALLBACK_RE = re.compile(r"could not find an accelerated btl|no suitable btls found")
 
 UNITS = {"lat": "us", "bw": "MB/s", "rate": "msg/s"}
 
@@ -275,6 +285,11 @@ class Bench:
         self.launch_count = 0
         self._raw_spin = None
         self.selected = self.select_benchmarks(args.tests)
+        if args.many_to_one and not args.tests:
+            # only what has a many-to-one form (and the lock rows), rather
+            # than rows of n/a
+            self.selected = [b for b in self.selected
+                             if b in MANY_TO_ONE_TESTS or b in LOCK_TESTS]
         self.impls = [i for i in args.impls.split(",") if i]
         bad = [i for i in self.impls if i not in IMPLS]
         if bad or "ours" not in self.impls:
@@ -304,9 +319,13 @@ class Bench:
     def supported(self, impl, bench):
         if impl not in self.impls:
             return False
+        if self.args.many_to_one and bench not in LOCK_TESTS and \
+                bench not in MANY_TO_ONE_TESTS:
+            return False
         if impl == "raw":
-            return bench in RAW_TESTS and self.args.hosts == 1 and \
-                os.access(os.path.join(BUILD, "fi_bench"), os.X_OK)
+            # fi_bench is two processes, one to one
+            return bench in RAW_TESTS and self.args.hosts == 1 and self.args.np == 2 and \
+                not self.args.many_to_one and os.access(os.path.join(BUILD, "fi_bench"), os.X_OK)
         if impl == "sm":
             return (bench in OSC_TESTS or bench in LOCK_TESTS) and self.args.hosts == 1
         if impl == "nothread":
@@ -319,7 +338,10 @@ class Bench:
     # the peer (without one, MPI_Win_create's collectives crash in ob1), sm
     # on one node and tcp across hosts.
     def upstream_osc_btls(self):
-        return "ofi,self," + SM_BTL if self.args.hosts == 1 else "ofi,self,tcp"
+        # BTL_OFI_BENCH_UPSTREAM_BTLS replaces the list, to see the check of
+        # upstream_refusal() fail (self,sm: osc/rdma cannot take btl/ofi)
+        return os.environ.get("BTL_OFI_BENCH_UPSTREAM_BTLS") or \
+            ("ofi,self," + SM_BTL if self.args.hosts == 1 else "ofi,self,tcp")
 
     def mpirun_prefix(self, impl, group, np=2):
         p = self.provider
@@ -333,8 +355,10 @@ class Bench:
         if np > 2:
             cmd += ["--oversubscribe"]
         if self.args.hosts > 1 and self.args.hostfile:
+            # the first half of the ranks on one node, the second on the
+            # next: the benchmarks' pairs (i, i + np/2) cross nodes
             cmd += ["--hostfile", self.args.hostfile, "--map-by",
-                    "ppr:%d:node" % max(1, np // 2)]
+                    "ppr:%d:node" % max(1, (np + 1) // 2)]
         cmd += ["--mca", "pml", "ob1"]
         if impl in ("ours", "nothread"):
             cmd += ["--mca", "btl", "ofi,self", "--mca", "osc", "rdma",
@@ -344,11 +368,12 @@ class Bench:
         elif impl == "sm":
             cmd += ["--mca", "btl", SM_BTL + ",self", "--mca", "osc", "rdma"]
         elif group == "osc":
-            # Verbose selection output tells whether upstream's btl/ofi
-            # really carried the window or osc/rdma fell back to sm.
+            # osc/rdma names the BTL of every window at verbose 40 (see
+            # upstream_refusal); a few lines per window and rank, printed
+            # while the window is created, outside the timed loops.
             cmd += ["--mca", "btl", self.upstream_osc_btls(), "--mca", "osc", "rdma",
                     "--mca", "opal_common_ofi_provider_include", p,
-                    "--mca", "osc_base_verbose", "20", "--mca", "btl_base_verbose", "10"]
+                    "--mca", "osc_base_verbose", "40", "--mca", "btl_base_verbose", "10"]
             if DISTRO:
                 # 4.1's osc/rdma takes the lowest-latency BTL that reaches
                 # every peer (vader ties with btl/ofi) and names it only in
@@ -360,6 +385,12 @@ class Bench:
                     "--mca", "opal_common_ofi_provider_include", p,
                     "--mca", "btl_base_verbose", "10"]
         return cmd
+
+    def ranks_words(self):
+        np = self.args.np
+        if self.args.many_to_one:
+            return "%d ranks many-to-one" % np
+        return "2 ranks" if np == 2 else "%d ranks in %d pairs" % (np, np // 2)
 
     def count_args(self):
         a = []
@@ -427,9 +458,9 @@ class Bench:
             return [Launch(impl, "rma_dyn_list", tests, sizes, cmd, log)]
         prog = os.path.join(BUILD, "osc_bench" if group == "osc" else "p2p_bench")
         names = tests if group == "osc" else [P2P_PROGRAM_NAME[t] for t in tests]
-        cmd = self.mpirun_prefix(impl, group) + [prog, "-t", ",".join(names),
-                                                 "-m", size_arg, "-T", watchdog]
-        cmd += self.count_args()
+        cmd = self.mpirun_prefix(impl, group, self.args.np) + [
+            prog, "-t", ",".join(names), "-m", size_arg, "-T", watchdog]
+        cmd += self.count_args() + (["-M"] if self.args.many_to_one else [])
         return [Launch(impl, "osc_bench" if group == "osc" else "p2p_bench",
                        tests, sizes, cmd, log)]
 
@@ -495,11 +526,11 @@ class Bench:
         err = launch.stderr
         if re.search(r"init of component ofi returned failure", err):
             return "upstream btl/ofi refused provider %s" % self.provider
-        if group == "osc":
-            sel = set(re.findall(r"accelerated_query: selected btl: (\S+)", err))
-            if "no suitable btls found" in err or (sel and sel != {"ofi"}):
-                return ("osc/rdma did not use upstream btl/ofi (%s)"
-                        % (",".join(sorted(sel)) or "fell back to active messages"))
+        if group in ("osc", "lock"):
+            why = osc_btl_refusal(err, launch.ended == "ok",
+                                  any(r["rows"] for r in launch.results.values()))
+            if why:
+                return why
         if launch.ended == "failed" and "Unreachable" in err:
             return "upstream btl/ofi cannot reach the peer with %s" % self.provider
         return None
@@ -635,15 +666,16 @@ class Bench:
         self.out = os.path.abspath(self.args.out or os.path.join(
             ROOT, "bench-out", "%s-%s" % (safe, stamp)))
         os.makedirs(os.path.join(self.out, "logs"), exist_ok=True)
-        say("== %s mode, provider %s, %d round(s), output in %s" % (
-            self.mode, self.provider, self.rounds, shown_path(self.out)))
+        say("== %s mode, provider %s, %d round(s), %s, output in %s" % (
+            self.mode, self.provider, self.rounds, self.ranks_words(), shown_path(self.out)))
         self.started = time.time()
         self.load_at_start = " ".join("%.2f" % x for x in os.getloadavg())
         self.progress_total = self.count_progress()
         for rnd in range(1, self.rounds + 1):
             for impl in IMPLS:
                 for group, tests, sizes in self.build_launches(impl, rnd):
-                    if (impl, group) in self.refused:
+                    # the lock rows are one-sided: refused with the osc group
+                    if (impl, "osc" if group == "lock" else group) in self.refused:
                         continue
                     self.run_plan_item(impl, group, tests, sizes, rnd)
                     self.progress_total = max(self.count_progress(), self.progress_done)
@@ -946,20 +978,23 @@ class Bench:
                      "beside it), sm = its `%s`."
                      % (m.get("Open MPI", "?"), SM_BTL))
             L.append("")
-        L.append("- **ours**: `contrib/mpirun -np 2 --mca pml ob1 --mca btl ofi,self "
-                 "--mca osc rdma --mca btl_ofi_provider_include '%s'`" % self.provider)
-        L.append("- **upstream**, one-sided: `contrib/mpirun --stock -np 2 --mca pml ob1 --mca btl "
-                 "%s --mca osc rdma --mca opal_common_ofi_provider_include '%s'` (its btl/ofi "
+        np = self.args.np
+        L.append("- **ours**: `contrib/mpirun -np %d --mca pml ob1 --mca btl ofi,self "
+                 "--mca osc rdma --mca btl_ofi_provider_include '%s'`" % (np, self.provider))
+        L.append("- **upstream**, one-sided: `contrib/mpirun --stock -np %d --mca pml ob1 "
+                 "--mca btl %s --mca osc rdma --mca opal_common_ofi_provider_include '%s'` "
+                 "(its btl/ofi "
                  "carries no two-sided traffic: ob1 needs the other BTL); "
                  "two-sided: `--mca btl ofi,self --mca btl_ofi_mode 2` instead of the btl list. "
-                 "`refused`: upstream's btl/ofi did not take the provider (or osc/rdma did not "
-                 "use it), so there is no upstream number to compare." % (
-                     self.upstream_osc_btls(), self.provider))
+                 "`refused`: upstream's btl/ofi did not take the provider, or osc/rdma did not "
+                 "say at `osc_base_verbose 40` that btl/ofi carried every window, so there is "
+                 "no upstream number to compare." % (
+                     np, self.upstream_osc_btls(), self.provider))
         L.append("- **nothread**: ours with `--mca btl_ofi_progress_thread off` (no number "
                  "for the busy_* rows: its origins wait until the target stops computing).")
         L.append("- **sm**: Open MPI's own btl/%s under osc/rdma, one node: `contrib/mpirun "
-                 "--stock -np 2 --mca pml ob1 --mca btl %s,self --mca osc rdma`."
-                 % (SM_BTL, SM_BTL))
+                 "--stock -np %d --mca pml ob1 --mca btl %s,self --mca osc rdma`."
+                 % (SM_BTL, np, SM_BTL))
         L.append("- **raw**: `build/fi_bench %s-p '%s'` (libfabric alone, same fi_info "
                  "attributes; `n/a` where it has no equivalent test).  %s" % (
                      " ".join(self.raw_spin_flag()) + " " if self.raw_spin_flag() else "",
@@ -977,6 +1012,17 @@ class Bench:
                  "launch was killed and later rounds skip that size), `failed`, `wrong` "
                  "(the benchmark's data check failed).  Logs of every launch: `logs/`.")
         L.append("")
+        if np > 2 or self.args.many_to_one:
+            L.append("%d ranks, %s.  Latency rows are the mean over the origins (each timing "
+                     "its own operations), bandwidth and rate rows the sum over them; the "
+                     "programs' `# per-origin` lines in `logs/` give min, mean and max.  The "
+                     "list_* rows keep their own %d ranks." % (
+                         np, "many-to-one: ranks 1..%d all put, get, accumulate or send to "
+                         "rank 0 (`-M`)" % (np - 1) if self.args.many_to_one else
+                         "%d concurrent pairs of rank i (origin) and rank i+%d"
+                         % (np // 2, np // 2),
+                         LOCK_RANKS))
+            L.append("")
         L.append("One-sided tests use `MPI_Win_create` windows and `MPI_Win_lock_all`, one "
                  "`MPI_Win_flush` per operation (latency) or per 64 operations (bw, rate); "
                  "two-sided: ping-pong (half round trip) and 64 `MPI_Isend` per "
@@ -991,7 +1037,7 @@ class Bench:
             for p in problems:
                 L.append("- " + p)
             L.append("")
-        L.append("## Counters of our btl/ofi (MPI_T, summed over both ranks, last round)")
+        L.append("## Counters of our btl/ofi (MPI_T, summed over all ranks, last round)")
         L.append("")
         L.append("| benchmark | put | get | atomic | send | flush | retry | error |")
         L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -1022,6 +1068,35 @@ class Bench:
             for l in self.launches:
                 f.write("%s  # %s, %s, %.1fs\n" % (" ".join(shquote(a) for a in l.cmd),
                                                    l.impl, l.ended, l.seconds))
+
+
+def osc_btl_refusal(err, ended_ok, measured):
+    """Why the windows of an upstream one-sided launch were not carried by
+    upstream's btl/ofi, from osc/rdma's lines at osc_base_verbose 40
+    (stderr `err`), or None when they all were.  Every rank names the BTL
+    of every window it creates; a window without the line, another BTL, or
+    the fall-back to active messages (emulated RMA over whatever BTL sends)
+    means the upstream column would not measure btl/ofi.  `measured`: some
+    test printed a row, so windows were created."""
+    chosen = OSC_SELECTED_RE.findall(err)
+    others = sorted(set(chosen) - {"ofi"})
+    if others:
+        return "osc/rdma put its windows on btl %s, not upstream's btl/ofi" % ",".join(others)
+    if OSC_FALLBACK_RE.search(err):
+        return ("osc/rdma found no RDMA BTL and fell back to active messages: "
+                "upstream's btl/ofi did not carry the window")
+    if DISTRO:
+        # 4.1's osc/rdma names its BTL only in debug builds (osc_rdma_btls
+        # makes it take btl/ofi)
+        return None
+    windows = len(OSC_WINDOW_RE.findall(err))
+    if (measured or windows) and not chosen:
+        return ("osc/rdma never said that btl/ofi carried a window (no 'accelerated_query: "
+                "selected btl: ofi' line at osc_base_verbose 40)")
+    if ended_ok and len(chosen) < windows:
+        return ("osc/rdma named btl/ofi for %d of %d window creations; the others got no "
+                "accelerated BTL" % (len(chosen), windows))
+    return None
 
 
 def ratio(a, b):
@@ -1062,6 +1137,10 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--hosts", type=int, default=1)
+    ap.add_argument("--np", type=int, default=2,
+                    help="ranks of every osc/p2p launch (even: pairs i, i+np/2)")
+    ap.add_argument("--many-to-one", action="store_true",
+                    help="ranks 1..np-1 all target rank 0 (osc_bench/p2p_bench -M)")
     ap.add_argument("--hostfile", default=os.environ.get("BTL_OFI_HOSTFILE"))
     ap.add_argument("--tests", help="comma-separated subset of: " + " ".join(all_benchmarks()))
     ap.add_argument("--impls", default=",".join(IMPLS),
@@ -1075,6 +1154,10 @@ def main():
         ap.error("--rounds must be at least 1")
     if args.hosts < 1:
         ap.error("--hosts must be at least 1")
+    if args.np < 2:
+        ap.error("--np must be at least 2")
+    if args.np % 2 and not args.many_to_one:
+        ap.error("--np %d: pairs need an even number of ranks (or --many-to-one)" % args.np)
     if args.hosts == 1 or args.hostfile:
         return Bench(args).run()
     # simulated hosts: take down what this run brought up, however it ends

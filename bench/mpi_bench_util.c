@@ -32,13 +32,22 @@ int bench_parse_size(const char *s, size_t *out)
     if (errno || end == s)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end != '\0' || v > BENCH_MAX_SIZE_LIMIT)
         return -1;
-    *out = (size_t)v;
+    *out = (size_t) v;
     return 0;
 }
 
@@ -49,7 +58,7 @@ int bench_parse_range(const char *s, size_t *min, size_t *max)
     if (!colon)
         return bench_parse_size(s, max);
     char first[64];
-    size_t n = (size_t)(colon - s);
+    size_t n = (size_t) (colon - s);
     if (n == 0 || n >= sizeof(first))
         return -1;
     memcpy(first, s, n);
@@ -73,8 +82,7 @@ static long parse_count(const char *arg, const char *prog, char opt, long lowest
     return v;
 }
 
-bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg,
-                         const char *prog)
+bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg, const char *prog)
 {
     switch (opt) {
     case 'i':
@@ -96,15 +104,15 @@ bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg,
         o->quick = true;
         return true;
     case 'T':
-        o->timeout = (int)parse_count(arg, prog, 'T', 0);
+        o->timeout = (int) parse_count(arg, prog, 'T', 0);
         return true;
     default:
         return false;
     }
 }
 
-void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind,
-                    size_t size, struct bench_plan *plan)
+void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind, size_t size,
+                    struct bench_plan *plan)
 {
     bool large = size > BENCH_LARGE_MSG;
 
@@ -179,7 +187,7 @@ static inline unsigned char pattern_byte(size_t i, unsigned seed)
 {
     /* Varies with the offset so that misplaced or truncated transfers show,
      * and with the seed so that stale data from an earlier size shows. */
-    return (unsigned char)((i * 131u + (i >> 8) * 7u + seed * 29u + 1u) & 0xff);
+    return (unsigned char) ((i * 131u + (i >> 8) * 7u + seed * 29u + 1u) & 0xff);
 }
 
 void bench_fill_pattern(void *buf, size_t len, unsigned seed)
@@ -205,11 +213,11 @@ static void watchdog_fired(int sig)
     char msg[160];
     int n;
 
-    (void)sig;
+    (void) sig;
     n = snprintf(msg, sizeof(msg), "%s: watchdog: no completion in time, aborting\n",
                  watchdog_what);
     if (n > 0)
-        (void)!write(STDERR_FILENO, msg, (size_t)n);
+        (void) !write(STDERR_FILENO, msg, (size_t) n);
     /* Exiting without MPI_Finalize makes the launcher tear the job down. */
     _exit(124);
 }
@@ -220,7 +228,7 @@ void bench_arm_watchdog(int seconds, const char *what)
         return;
     watchdog_what = what;
     signal(SIGALRM, watchdog_fired);
-    alarm((unsigned)seconds);
+    alarm((unsigned) seconds);
 }
 
 /* Open MPI reports a counter through a handle as the increase since the
@@ -295,5 +303,104 @@ void *bench_alloc(size_t len)
 void bench_print_row(size_t size, double value)
 {
     printf(value < 10 ? "%-10zu%20.4f\n" : "%-10zu%20.2f\n", size, value);
+    fflush(stdout);
+}
+
+int bench_layout_init(struct bench_layout *l, enum bench_pattern pattern, const char *prog)
+{
+    memset(l, 0, sizeof(*l));
+    l->pattern = pattern;
+    MPI_Comm_rank(MPI_COMM_WORLD, &l->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &l->nranks);
+    if (l->nranks < 2) {
+        if (l->rank == 0)
+            fprintf(stderr, "%s: needs at least 2 ranks, got %d\n", prog, l->nranks);
+        return -1;
+    }
+    if (pattern == BENCH_MANY_TO_ONE) {
+        l->peer = l->rank == 0 ? -1 : 0;
+        l->origins = l->nranks - 1;
+        return 0;
+    }
+    if (l->nranks % 2) {
+        if (l->rank == 0)
+            fprintf(stderr,
+                    "%s: pairs need an even number of ranks, got %d "
+                    "(-M runs many-to-one)\n",
+                    prog, l->nranks);
+        return -1;
+    }
+    int half = l->nranks / 2;
+    l->peer = l->rank < half ? l->rank + half : l->rank - half;
+    l->origins = half;
+    return 0;
+}
+
+bool bench_layout_is_origin(const struct bench_layout *l)
+{
+    if (l->pattern == BENCH_MANY_TO_ONE)
+        return l->rank != 0;
+    return l->rank < l->nranks / 2;
+}
+
+const char *bench_layout_words(const struct bench_layout *l, char *buf, size_t len)
+{
+    if (l->pattern == BENCH_MANY_TO_ONE)
+        snprintf(buf, len, "ranks=%d many-to-one (ranks 1-%d to rank 0)", l->nranks, l->nranks - 1);
+    else if (l->nranks == 2)
+        snprintf(buf, len, "ranks=2");
+    else
+        snprintf(buf, len, "ranks=%d pairs=%d (rank i with rank i+%d)", l->nranks, l->nranks / 2,
+                 l->nranks / 2);
+    return buf;
+}
+
+void bench_summarise(double value, bool timed, enum bench_kind kind, MPI_Comm comm,
+                     struct bench_summary *out)
+{
+    /* one gather to rank 0 (the only rank that prints), so that the
+     * collectives around the timed loops stay few */
+    double mine[2] = { timed ? value : 0, timed ? 1 : 0 }, *all = NULL, sum = 0;
+    int rank, nranks;
+
+    memset(out, 0, sizeof(*out));
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    if (rank == 0)
+        all = malloc(sizeof(mine) * (size_t) nranks);
+    MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, comm);
+    if (rank != 0)
+        return;
+    for (int r = 0; all && r < nranks; r++) {
+        double v = all[2 * r];
+        if (all[2 * r + 1] == 0)
+            continue;
+        if (out->n == 0 || v < out->min)
+            out->min = v;
+        if (out->n == 0 || v > out->max)
+            out->max = v;
+        sum += v;
+        out->n++;
+    }
+    free(all);
+    out->mean = out->n ? sum / out->n : 0;
+    out->row = kind == BENCH_LATENCY ? out->mean : sum;
+}
+
+void bench_print_combination(enum bench_kind kind, int timing_ranks, const char *whose)
+{
+    if (timing_ranks <= 1)
+        return;
+    printf("# each row: the %s over the %d %s, each timed on its own; "
+           "'# per-origin' lines: min, mean and max of them\n",
+           kind == BENCH_LATENCY ? "mean" : "sum", timing_ranks, whose);
+}
+
+void bench_print_spread(size_t size, const struct bench_summary *s)
+{
+    if (s->n <= 1)
+        return;
+    printf("# per-origin %zu: min %.4f mean %.4f max %.4f (%d origins)\n", size, s->min, s->mean,
+           s->max, s->n);
     fflush(stdout);
 }

@@ -14,27 +14,27 @@
 
 /* Same thresholds and caps as bench/fi_bench.c, so that the three columns
  * of contrib/bench are measured the same way. */
-#define BENCH_WINDOW 64
-#define BENCH_LARGE_MSG 65536
-#define BENCH_POINT_TIME_CAP 0.1
+#define BENCH_WINDOW          64
+#define BENCH_LARGE_MSG       65536
+#define BENCH_POINT_TIME_CAP  0.1
 #define BENCH_WARMUP_TIME_CAP 0.05
 #define BENCH_DEFAULT_TIMEOUT 120
-#define BENCH_MAX_SIZE_LIMIT ((size_t)1 << 30)
+#define BENCH_MAX_SIZE_LIMIT  ((size_t) 1 << 30)
 
 enum bench_kind { BENCH_LATENCY, BENCH_BANDWIDTH, BENCH_RATE };
 
 struct bench_common_opts {
-    long iters;          /* <= 0: default plan */
-    long warmup;         /* < 0: default plan */
-    double time_cap;     /* < 0: default cap; 0: never cut short */
+    long iters;      /* <= 0: default plan */
+    long warmup;     /* < 0: default plan */
+    double time_cap; /* < 0: default cap; 0: never cut short */
     bool quick;
-    int timeout;         /* seconds before the watchdog aborts the job */
+    int timeout; /* seconds before the watchdog aborts the job */
 };
 
 struct bench_plan {
-    long iters;          /* latency: operations; bw/rate: windows */
+    long iters; /* latency: operations; bw/rate: windows */
     long warmup;
-    double timed_cap;    /* seconds; 0 = no cap */
+    double timed_cap; /* seconds; 0 = no cap */
     double warmup_cap;
 };
 
@@ -64,11 +64,10 @@ void bench_sizes_range(struct bench_sizes *out, size_t min, size_t max);
 size_t bench_sizes_max(const struct bench_sizes *s);
 
 /* Handles -i -w -c -q -T; returns true when it consumed the option. */
-bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg,
-                         const char *prog);
+bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg, const char *prog);
 
-void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind,
-                    size_t size, struct bench_plan *plan);
+void bench_plan_for(const struct bench_common_opts *o, enum bench_kind kind, size_t size,
+                    struct bench_plan *plan);
 
 void bench_fill_pattern(void *buf, size_t len, unsigned seed);
 
@@ -95,5 +94,55 @@ void *bench_alloc(size_t len);
 /* One OSU-style result line; small values keep four decimals, so that the
  * bandwidth of tiny messages over slow transports does not print as 0. */
 void bench_print_row(size_t size, double value);
+
+/* How the ranks of a job are matched when there are more than two. */
+enum bench_pattern {
+    /* N even: rank i and rank i + N/2 are a pair, all pairs at once.  With
+     * contrib/mpirun --hosts 2 (or a hostfile mapped ppr:N/2:node) the
+     * first half of the ranks is on one host and the second half on the
+     * other, so every pair crosses the hosts. */
+    BENCH_PAIRS,
+    /* Every rank but 0 is an origin and rank 0 the one target. */
+    BENCH_MANY_TO_ONE
+};
+
+struct bench_layout {
+    enum bench_pattern pattern;
+    int rank, nranks;
+    int peer;    /* pairs: the partner; many-to-one: 0 (rank 0 itself: -1) */
+    int origins; /* ranks that time (one side of each pair; N - 1) */
+};
+
+/* Collective over MPI_COMM_WORLD.  Returns 0, or -1 after rank 0 said why
+ * the job cannot run this pattern (pairs: an odd number of ranks). */
+int bench_layout_init(struct bench_layout *l, enum bench_pattern pattern, const char *prog);
+
+/* The rank that is the first side (origin, sender) of a pair or one of the
+ * many-to-one origins. */
+bool bench_layout_is_origin(const struct bench_layout *l);
+
+/* The words that describe the ranks in the header of a test: "ranks=2"
+ * for one pair, as before there were more. */
+const char *bench_layout_words(const struct bench_layout *l, char *buf, size_t len);
+
+/* Combines each timing rank's own value on rank 0; collective over comm
+ * (out is zero elsewhere).  The row is the mean over the timing ranks for
+ * latency (what one of them sees) and their sum for bandwidth and rate
+ * (what all of them move together). */
+struct bench_summary {
+    double row, min, mean, max;
+    int n; /* ranks that timed */
+};
+
+void bench_summarise(double value, bool timed, enum bench_kind kind, MPI_Comm comm,
+                     struct bench_summary *out);
+
+/* Rank 0, the header: with more than one timing rank, one '#' line that
+ * says how the rows combine them (nothing with one, as for two ranks). */
+void bench_print_combination(enum bench_kind kind, int timing_ranks, const char *whose);
+
+/* Rank 0, after a row: with more than one timing rank, one
+ * "# per-origin SIZE: min .. mean .. max .. (N origins)" line. */
+void bench_print_spread(size_t size, const struct bench_summary *s);
 
 #endif

@@ -5,16 +5,25 @@
  *
  *   osc_bench -t TEST[,TEST...] [-m [MIN:]MAX | -m A,B,...]
  *             [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP] [-c CAP]
- *             [-q] [-T SECS]
+ *             [-q] [-T SECS] [-M]
  *
-  * Two ranks.  Rank 0 is the origin and does all timing; rank 1 is the
+ * Two ranks: rank 0 is the origin and does all timing; rank 1 is the
  * target and waits in MPI_Barrier, which is where it drives progress, as a
  * passive target in OSU's lock_all mode does.  put_bibw makes both ranks
  * origins of each other.  The busy_* tests keep the target out of MPI:
  * it computes until the origin, done, puts a flag into its window, and the
  * value is the 99th percentile of the origin's operation latencies (a
- * '#' line gives the median and the slowest).  Every result is checked (data patterns, atomic
- * counters and fetched values): a fast but wrong transport must not pass.
+ * '#' line gives the median and the slowest).  Every result is checked
+ * (data patterns, atomic counters and fetched values): a fast but wrong
+ * transport must not pass.
+ *
+ * More ranks, an even number N: rank i and rank i + N/2 are a pair (i the
+ * origin), and all pairs run every test at once, each origin timing its
+ * own operations to its own target.  -M (many-to-one): every rank but 0 is
+ * an origin and rank 0 the target of all; puts land in a slot of rank 0's
+ * window per origin, atomics all work on one counter.  A row is then the
+ * mean of the origins' latencies, or the sum of their bandwidths or rates,
+ * and a '# per-origin' line after it gives their min, mean and max.
  *
  * stdout, per test: '#' header lines, one "size value" line per message
  * size, then a '#' line with how much btl/ofi's MPI_T counters grew during
@@ -51,11 +60,11 @@ static const struct test_desc tests[] = {
     { "get_lat", OP_GET, BENCH_LATENCY, false, "MPI_Get + MPI_Win_flush latency", false },
     { "put_bw", OP_PUT, BENCH_BANDWIDTH, false, "MPI_Put bandwidth, 64 per flush", false },
     { "get_bw", OP_GET, BENCH_BANDWIDTH, false, "MPI_Get bandwidth, 64 per flush", false },
-    { "put_bibw", OP_PUT, BENCH_BANDWIDTH, true,
-      "MPI_Put bidirectional bandwidth, 64 per flush", false },
+    { "put_bibw", OP_PUT, BENCH_BANDWIDTH, true, "MPI_Put bidirectional bandwidth, 64 per flush",
+      false },
     { "put_rate", OP_PUT, BENCH_RATE, false, "MPI_Put message rate, 64 per flush", false },
-    { "acc_lat", OP_ACC, BENCH_LATENCY, false,
-      "MPI_Accumulate(SUM, int64) + MPI_Win_flush latency", false },
+    { "acc_lat", OP_ACC, BENCH_LATENCY, false, "MPI_Accumulate(SUM, int64) + MPI_Win_flush latency",
+      false },
     { "gacc_lat", OP_GACC, BENCH_LATENCY, false,
       "MPI_Get_accumulate(SUM, int64) + MPI_Win_flush latency", false },
     { "fop_lat", OP_FOP, BENCH_LATENCY, false,
@@ -72,9 +81,9 @@ static const struct test_desc tests[] = {
 
 /* Operations a busy-target test times at most, and how long the target
  * computes at most when the flag never comes. */
-#define BUSY_MAX_OPS 2000
+#define BUSY_MAX_OPS  2000
 #define BUSY_MAX_SECS 5.0
-#define NUM_TESTS (sizeof(tests) / sizeof(tests[0]))
+#define NUM_TESTS     (sizeof(tests) / sizeof(tests[0]))
 
 static const char *const flavour_names[] = { "create", "allocate", "dynamic" };
 
@@ -82,23 +91,33 @@ struct options {
     bool selected[NUM_TESTS];
     struct bench_sizes sizes;
     enum win_flavour flavour;
+    enum bench_pattern pattern;
     struct bench_common_opts common;
 };
 
 struct osc_state {
     const struct options *opt;
     const struct test_desc *t;
+    struct bench_layout lay;
     int rank, peer;
     MPI_Win win;
-    unsigned char *win_buf;     /* this rank's exposed memory */
-    unsigned char *origin_buf;  /* source of puts, destination of gets */
-        MPI_Aint peer_base;         /* displacement of the peer's window memory */
-    size_t win_len;             /* bytes of data in the window (a flag may follow) */
+    unsigned char *win_buf;    /* this rank's exposed memory */
+    unsigned char *origin_buf; /* source of puts, destination of gets */
+    MPI_Aint peer_base;        /* displacement of the peer's window memory */
+    MPI_Aint data_disp;        /* where this origin's puts and gets land */
+    MPI_Aint *bases;           /* every rank's window base (dynamic windows) */
+    size_t win_len;            /* bytes of data per slot (a flag may follow) */
+    int slots;                 /* data slots in this rank's window */
     /* Atomics: the counter at the target starts at 0 and every operation
-     * adds one, so each fetched value is predictable. */
+     * adds one, so each fetched value is predictable (pairs), or all the
+     * values fetched from it are distinct (many-to-one: they are kept in
+     * fetched[] and checked together afterwards). */
     int64_t one, compare, swap, result;
     int64_t atomic_ops;
     int64_t bad_fetches;
+    int64_t *ops_by_rank; /* every rank's atomic_ops, for the target's check */
+    int64_t *fetched;
+    long fetched_cap;
 };
 
 static bool is_atomic(const struct test_desc *t)
@@ -106,39 +125,63 @@ static bool is_atomic(const struct test_desc *t)
     return t->op != OP_PUT && t->op != OP_GET;
 }
 
+static bool many_to_one(const struct osc_state *st)
+{
+    return st->lay.pattern == BENCH_MANY_TO_ONE;
+}
+
 static bool is_origin(const struct osc_state *st)
 {
-    return st->rank == 0 || st->t->both_ranks_origin;
+    return bench_layout_is_origin(&st->lay) || st->t->both_ranks_origin;
 }
 
 static bool is_target(const struct osc_state *st)
 {
-    return st->rank == 1 || st->t->both_ranks_origin;
+    return !bench_layout_is_origin(&st->lay) || st->t->both_ranks_origin;
+}
+
+/* Many origins on one target: puts get a slot each and atomics share the
+ * counter.  put_bibw has no one direction, the target of busy_* computes
+ * for one origin's flag, and compare-and-swap from several origins would
+ * mostly fail and need retries that are not what cas_lat measures. */
+static bool many_to_one_supports(const struct test_desc *t)
+{
+    return !t->both_ranks_origin && !t->busy_target && t->op != OP_CAS;
+}
+
+static bool fetches(const struct test_desc *t)
+{
+    return t->op == OP_GACC || t->op == OP_FOP || t->op == OP_CAS;
 }
 
 static void print_usage(FILE *f)
 {
     fprintf(f,
-        "usage: osc_bench -t TEST[,TEST...] [-m [MIN:]MAX | -m A,B,...]\n"
-        "                 [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP]\n"
-        "                 [-c CAP] [-q] [-T SECS] [-h]\n"
-        "\n"
-        "MPI one-sided benchmarks, OSU style, exactly 2 ranks (0 origin, 1 target).\n"
-        "  -t TESTS  comma-separated, or all: put_lat get_lat put_bw get_bw\n"
-        "            put_bibw put_rate acc_lat gacc_lat fop_lat cas_lat\n"
-        "  -m        message sizes: powers of two from MIN to MAX (default\n"
-        "            1:4m), or a list; suffixes k, m; atomics always use 8\n"
-        "  -f        window flavour (default create; on one node osc/rdma serves\n"
-        "            allocate windows through shared memory, not a BTL)\n"
-        "  -i ITERS  timed iterations (latency: operations, bw/rate: windows of\n"
-        "            %d); default 1000/100 (latency), 100/20 windows (bw), the\n"
-        "            second above 64 KiB, cut short after %.2f s per size\n"
-        "  -w WARMUP untimed iterations first (default 100/10, 10/2 windows)\n"
-        "  -c CAP    seconds per size before the timed loop is cut short\n"
-        "            (0 = never; ignored with -i)\n"
-        "  -q        quick: a tenth of the default iterations\n"
-        "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n",
-        BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT);
+            "usage: osc_bench -t TEST[,TEST...] [-m [MIN:]MAX | -m A,B,...]\n"
+            "                 [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP]\n"
+            "                 [-c CAP] [-q] [-T SECS] [-M] [-h]\n"
+            "\n"
+            "MPI one-sided benchmarks, OSU style.  2 ranks: 0 origin, 1 target; an\n"
+            "even number N: pairs of rank i (origin) and i+N/2 (target), all at once.\n"
+            "  -t TESTS  comma-separated, or all: put_lat get_lat put_bw get_bw\n"
+            "            put_bibw put_rate acc_lat gacc_lat fop_lat cas_lat\n"
+            "  -m        message sizes: powers of two from MIN to MAX (default\n"
+            "            1:4m), or a list; suffixes k, m; atomics always use 8\n"
+            "  -f        window flavour (default create; on one node osc/rdma serves\n"
+            "            allocate windows through shared memory, not a BTL)\n"
+            "  -i ITERS  timed iterations (latency: operations, bw/rate: windows of\n"
+            "            %d); default 1000/100 (latency), 100/20 windows (bw), the\n"
+            "            second above 64 KiB, cut short after %.2f s per size\n"
+            "  -w WARMUP untimed iterations first (default 100/10, 10/2 windows)\n"
+            "  -c CAP    seconds per size before the timed loop is cut short\n"
+            "            (0 = never; ignored with -i)\n"
+            "  -q        quick: a tenth of the default iterations\n"
+            "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n"
+            "  -M        many-to-one: ranks 1..N-1 all target rank 0 (put_lat get_lat\n"
+            "            put_bw get_bw put_rate acc_lat gacc_lat fop_lat)\n"
+            "Rows with several origins: latency is the mean over them, bandwidth\n"
+            "and rate the sum; a '# per-origin' line gives min, mean and max.\n",
+            BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT);
 }
 
 static int select_tests(const char *list, struct options *opt)
@@ -170,11 +213,13 @@ static int parse_options(int argc, char **argv, struct options *opt)
     int c;
 
     memset(opt, 0, sizeof(*opt));
-    bench_sizes_range(&opt->sizes, 1, (size_t)4 << 20);
+    bench_sizes_range(&opt->sizes, 1, (size_t) 4 << 20);
     opt->flavour = WIN_CREATE;
     bench_common_defaults(&opt->common);
 
-    while ((c = getopt(argc, argv, "t:m:f:i:w:c:qT:h")) != -1) {
+    opt->pattern = BENCH_PAIRS;
+
+    while ((c = getopt(argc, argv, "t:m:f:i:w:c:qT:Mh")) != -1) {
         if (bench_common_option(&opt->common, c, optarg, "osc_bench"))
             continue;
         switch (c) {
@@ -192,7 +237,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
             bool found = false;
             for (int i = 0; i < 3; i++) {
                 if (strcmp(optarg, flavour_names[i]) == 0) {
-                    opt->flavour = (enum win_flavour)i;
+                    opt->flavour = (enum win_flavour) i;
                     found = true;
                 }
             }
@@ -202,6 +247,9 @@ static int parse_options(int argc, char **argv, struct options *opt)
             }
             break;
         }
+        case 'M':
+            opt->pattern = BENCH_MANY_TO_ONE;
+            break;
         case 'h':
             print_usage(stdout);
             exit(0);
@@ -216,6 +264,15 @@ static int parse_options(int argc, char **argv, struct options *opt)
         print_usage(stderr);
         return -1;
     }
+    for (size_t i = 0; i < NUM_TESTS && opt->pattern == BENCH_MANY_TO_ONE; i++) {
+        if (opt->selected[i] && !many_to_one_supports(&tests[i])) {
+            fprintf(stderr,
+                    "osc_bench: -M (many-to-one) does not run %s; it runs put_lat get_lat "
+                    "put_bw get_bw put_rate acc_lat gacc_lat fop_lat\n",
+                    tests[i].name);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -229,11 +286,11 @@ static int create_window(struct osc_state *st, size_t len)
         st->win_buf = bench_alloc(len);
         if (!st->win_buf)
             return -1;
-        rc = MPI_Win_create(st->win_buf, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                            &st->win);
+        rc =
+            MPI_Win_create(st->win_buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &st->win);
         break;
     case WIN_ALLOCATE:
-        rc = MPI_Win_allocate((MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &st->win_buf,
+        rc = MPI_Win_allocate((MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &st->win_buf,
                               &st->win);
         if (rc == MPI_SUCCESS)
             memset(st->win_buf, 0, len);
@@ -245,18 +302,21 @@ static int create_window(struct osc_state *st, size_t len)
             return -1;
         rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &st->win);
         if (rc == MPI_SUCCESS)
-            rc = MPI_Win_attach(st->win, st->win_buf, (MPI_Aint)len);
+            rc = MPI_Win_attach(st->win, st->win_buf, (MPI_Aint) len);
         if (rc != MPI_SUCCESS)
             break;
-        /* Dynamic windows are addressed by absolute address. */
+        /* Dynamic windows are addressed by absolute address; every rank
+         * learns all of them, since rank 0 of many-to-one has no one peer. */
         MPI_Get_address(st->win_buf, &mine);
-        rc = MPI_Sendrecv(&mine, 1, MPI_AINT, st->peer, 0, &st->peer_base, 1, MPI_AINT,
-                          st->peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        rc = MPI_Allgather(&mine, 1, MPI_AINT, st->bases, 1, MPI_AINT, MPI_COMM_WORLD);
         break;
     }
     default:
         return -1;
     }
+    st->peer_base = 0;
+    if (opt->flavour == WIN_DYNAMIC && st->peer >= 0)
+        st->peer_base = st->bases[st->peer];
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
@@ -283,18 +343,33 @@ static void unlock_self(struct osc_state *st)
 
 static unsigned pattern_seed(size_t size, int writer)
 {
-    return (unsigned)(size * 2 + (size_t)writer);
+    return (unsigned) (size * 2 + (size_t) writer);
 }
 
 static void check_fetched(struct osc_state *st, int64_t expected)
 {
     if (st->result != expected) {
         if (st->bad_fetches == 0)
-            fprintf(stderr, "osc_bench: %s: op %" PRId64 " fetched %" PRId64
-                    ", expected %" PRId64 "\n", st->t->name, st->atomic_ops,
-                    st->result, expected);
+            fprintf(stderr,
+                    "osc_bench: %s: op %" PRId64 " fetched %" PRId64 ", expected %" PRId64 "\n",
+                    st->t->name, st->atomic_ops, st->result, expected);
         st->bad_fetches++;
     }
+}
+
+/* Pairs: an origin alone adds to its target's counter, so what it fetches
+ * is how many operations it did before.  Many-to-one: the origins' values
+ * interleave; they are kept and checked together after the size. */
+static void note_fetched(struct osc_state *st, int64_t before)
+{
+    if (!many_to_one(st)) {
+        check_fetched(st, before);
+        return;
+    }
+    if (before < st->fetched_cap)
+        st->fetched[before] = st->result;
+    else
+        st->bad_fetches++; /* more operations than the plan allowed for */
 }
 
 static void post_atomic(struct osc_state *st)
@@ -304,29 +379,27 @@ static void post_atomic(struct osc_state *st)
 
     switch (st->t->op) {
     case OP_ACC:
-        MPI_Accumulate(&st->one, 1, MPI_INT64_T, st->peer, disp, 1, MPI_INT64_T, MPI_SUM,
-                       st->win);
+        MPI_Accumulate(&st->one, 1, MPI_INT64_T, st->peer, disp, 1, MPI_INT64_T, MPI_SUM, st->win);
         MPI_Win_flush(st->peer, st->win);
         break;
     case OP_GACC:
-        MPI_Get_accumulate(&st->one, 1, MPI_INT64_T, &st->result, 1, MPI_INT64_T, st->peer,
-                           disp, 1, MPI_INT64_T, MPI_SUM, st->win);
+        MPI_Get_accumulate(&st->one, 1, MPI_INT64_T, &st->result, 1, MPI_INT64_T, st->peer, disp, 1,
+                           MPI_INT64_T, MPI_SUM, st->win);
         MPI_Win_flush(st->peer, st->win);
-        check_fetched(st, before);
+        note_fetched(st, before);
         break;
     case OP_FOP:
-        MPI_Fetch_and_op(&st->one, &st->result, MPI_INT64_T, st->peer, disp, MPI_SUM,
-                         st->win);
+        MPI_Fetch_and_op(&st->one, &st->result, MPI_INT64_T, st->peer, disp, MPI_SUM, st->win);
         MPI_Win_flush(st->peer, st->win);
-        check_fetched(st, before);
+        note_fetched(st, before);
         break;
     case OP_CAS:
         st->compare = before;
         st->swap = before + 1;
-        MPI_Compare_and_swap(&st->swap, &st->compare, &st->result, MPI_INT64_T, st->peer,
-                             disp, st->win);
+        MPI_Compare_and_swap(&st->swap, &st->compare, &st->result, MPI_INT64_T, st->peer, disp,
+                             st->win);
         MPI_Win_flush(st->peer, st->win);
-        check_fetched(st, before);
+        note_fetched(st, before);
         break;
     default:
         break;
@@ -346,10 +419,10 @@ static void one_step(struct osc_state *st, size_t size)
     }
     for (int i = 0; i < ops; i++) {
         if (st->t->op == OP_PUT)
-            MPI_Put(st->origin_buf, (int)size, MPI_BYTE, st->peer, st->peer_base, (int)size,
+            MPI_Put(st->origin_buf, (int) size, MPI_BYTE, st->peer, st->data_disp, (int) size,
                     MPI_BYTE, st->win);
         else
-            MPI_Get(st->origin_buf, (int)size, MPI_BYTE, st->peer, st->peer_base, (int)size,
+            MPI_Get(st->origin_buf, (int) size, MPI_BYTE, st->peer, st->data_disp, (int) size,
                     MPI_BYTE, st->win);
     }
     MPI_Win_flush(st->peer, st->win);
@@ -357,8 +430,7 @@ static void one_step(struct osc_state *st, size_t size)
 
 /* Runs up to `count` steps, stopping early once `cap` seconds are spent
  * (cap 0: never); at least one step when count > 0. */
-static long run_steps(struct osc_state *st, size_t size, long count, double cap,
-                      double *secs)
+static long run_steps(struct osc_state *st, size_t size, long count, double cap, double *secs)
 {
     double t0 = MPI_Wtime(), now = t0;
     long done = 0;
@@ -383,7 +455,8 @@ static void prepare_size(struct osc_state *st, size_t size)
         if (is_atomic(t))
             memset(st->win_buf, 0, sizeof(int64_t));
         else if (t->op == OP_PUT)
-            memset(st->win_buf, 0, size);
+            for (int slot = 0; slot < st->slots; slot++)
+                memset(st->win_buf + (size_t) slot * st->win_len, 0, size);
         else
             bench_fill_pattern(st->win_buf, size, pattern_seed(size, st->rank));
         unlock_self(st);
@@ -398,43 +471,140 @@ static void prepare_size(struct osc_state *st, size_t size)
     st->bad_fetches = 0;
 }
 
+/* How many operations the counter at this target must have seen: its
+ * partner's (pairs), or all origins' together (many-to-one). */
+static int64_t expected_counter(const struct osc_state *st)
+{
+    int64_t total = 0;
+
+    if (!many_to_one(st))
+        return st->ops_by_rank[st->peer];
+    for (int r = 0; r < st->lay.nranks; r++)
+        total += st->ops_by_rank[r];
+    return total;
+}
+
+/* On a target; returns 1 when its counter is wrong. */
+static int check_counter(struct osc_state *st)
+{
+    int64_t counter, expected = expected_counter(st);
+
+    lock_self(st);
+    memcpy(&counter, st->win_buf, sizeof(counter));
+    unlock_self(st);
+    if (counter == expected)
+        return 0;
+    fprintf(stderr,
+            "osc_bench: %s: rank %d: target counter is %" PRId64 " after %" PRId64 " operations\n",
+            st->t->name, st->rank, counter, expected);
+    return 1;
+}
+
+static int compare_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+/* Rank 0 of many-to-one: all values fetched, sorted, must be 0, 1, 2...:
+ * none fetched twice (two origins saw the same counter) and none missed. */
+static int check_fetched_values(const char *name, int64_t *all, int64_t n)
+{
+    qsort(all, (size_t) n, sizeof(*all), compare_int64);
+    for (int64_t i = 0; i < n; i++) {
+        if (all[i] != i) {
+            fprintf(stderr,
+                    "osc_bench: %s: the origins fetched %" PRId64 " as value number %" PRId64
+                    " of %" PRId64 " (each of 0..%" PRId64 " once expected)\n",
+                    name, all[i], i, n, n - 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Many-to-one, fetching atomics: each origin's values grow (it flushes
+ * every operation before the next), and rank 0 checks them all together.
+ * Collective; returns 1 on a rank that found them wrong. */
+static int check_fetched_together(struct osc_state *st)
+{
+    int n = (int) (st->atomic_ops < st->fetched_cap ? st->atomic_ops : st->fetched_cap);
+    int *counts = NULL, *displs = NULL, bad = 0;
+    int64_t *all = NULL, total = 0;
+
+    for (int i = 1; i < n && !bad; i++) {
+        if (st->fetched[i] <= st->fetched[i - 1]) {
+            fprintf(stderr, "osc_bench: %s: rank %d fetched %" PRId64 " after %" PRId64 "\n",
+                    st->t->name, st->rank, st->fetched[i], st->fetched[i - 1]);
+            bad = 1;
+        }
+    }
+    if (st->rank == 0) {
+        counts = calloc((size_t) st->lay.nranks, sizeof(*counts));
+        displs = calloc((size_t) st->lay.nranks, sizeof(*displs));
+    }
+    MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (st->rank == 0) {
+        for (int r = 0; r < st->lay.nranks; r++) {
+            displs[r] = (int) total;
+            total += counts[r];
+        }
+        all = malloc((size_t) (total > 0 ? total : 1) * sizeof(*all));
+    }
+    MPI_Gatherv(st->fetched, n, MPI_INT64_T, all, counts, displs, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    if (st->rank == 0)
+        bad |= check_fetched_values(st->t->name, all, total);
+    free(all);
+    free(counts);
+    free(displs);
+    return bad;
+}
+
+/* On a target of puts: every slot holds its writer's pattern. */
+static int check_put_slots(struct osc_state *st, size_t size)
+{
+    int bad = 0;
+
+    lock_self(st);
+    for (int slot = 0; slot < st->slots && !bad; slot++) {
+        int writer = many_to_one(st) ? slot + 1 : st->peer;
+        size_t off = bench_check_pattern(st->win_buf + (size_t) slot * st->win_len, size,
+                                         pattern_seed(size, writer));
+        if (off) {
+            fprintf(stderr,
+                    "osc_bench: %s: rank %d: data put by rank %d at %zu bytes is wrong at "
+                    "offset %zu\n",
+                    st->t->name, st->rank, writer, size, off - 1);
+            bad = 1;
+        }
+    }
+    unlock_self(st);
+    return bad;
+}
+
 /* Collective; returns 0 when every rank saw correct data. */
 static int validate_size(struct osc_state *st, size_t size)
 {
     const struct test_desc *t = st->t;
     long long bad = 0, any_bad = 0;
-    int64_t total_ops = st->atomic_ops;
 
     if (is_atomic(t)) {
-        MPI_Bcast(&total_ops, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
-        if (st->rank == 0 && st->bad_fetches)
+        MPI_Allgather(&st->atomic_ops, 1, MPI_INT64_T, st->ops_by_rank, 1, MPI_INT64_T,
+                      MPI_COMM_WORLD);
+        if (st->bad_fetches)
             bad = 1;
-        if (st->rank == 1) {
-            int64_t counter;
-            lock_self(st);
-            memcpy(&counter, st->win_buf, sizeof(counter));
-            unlock_self(st);
-            if (counter != total_ops) {
-                fprintf(stderr, "osc_bench: %s: target counter is %" PRId64 " after %" PRId64
-                        " operations\n", t->name, counter, total_ops);
-                bad = 1;
-            }
-        }
+        if (is_target(st))
+            bad |= check_counter(st);
+        if (many_to_one(st) && fetches(t))
+            bad |= check_fetched_together(st);
     } else if (t->op == OP_PUT && is_target(st)) {
-        size_t off;
-        lock_self(st);
-        off = bench_check_pattern(st->win_buf, size, pattern_seed(size, st->peer));
-        unlock_self(st);
-        if (off) {
-            fprintf(stderr, "osc_bench: %s: rank %d: data put at %zu bytes is wrong at "
-                    "offset %zu\n", t->name, st->rank, size, off - 1);
-            bad = 1;
-        }
+        bad = check_put_slots(st, size);
     } else if (t->op == OP_GET && is_origin(st)) {
         size_t off = bench_check_pattern(st->origin_buf, size, pattern_seed(size, st->peer));
         if (off) {
-            fprintf(stderr, "osc_bench: %s: data read at %zu bytes is wrong at offset %zu\n",
-                    t->name, size, off - 1);
+            fprintf(stderr,
+                    "osc_bench: %s: rank %d: data read at %zu bytes is wrong at offset %zu\n",
+                    t->name, st->rank, size, off - 1);
             bad = 1;
         }
     }
@@ -447,15 +617,15 @@ static double step_value(const struct test_desc *t, size_t size, long done, doub
     if (secs <= 0)
         secs = 1e-9;
     if (t->kind == BENCH_LATENCY)
-        return secs * 1e6 / (double)done;
+        return secs * 1e6 / (double) done;
     if (t->kind == BENCH_BANDWIDTH)
-        return (double)size * BENCH_WINDOW * (double)done / secs / 1e6;
-    return (double)BENCH_WINDOW * (double)done / secs;
+        return (double) size * BENCH_WINDOW * (double) done / secs / 1e6;
+    return (double) BENCH_WINDOW * (double) done / secs;
 }
 
 static int compare_double(const void *a, const void *b)
 {
-    double x = *(const double *)a, y = *(const double *)b;
+    double x = *(const double *) a, y = *(const double *) b;
     return (x > y) - (x < y);
 }
 
@@ -469,7 +639,7 @@ static size_t busy_flag_offset(size_t win_len)
  * call, until the flag arrives. */
 static void busy_compute(struct osc_state *st, size_t flag_off)
 {
-    volatile int64_t *flag = (volatile int64_t *)(st->win_buf + flag_off);
+    volatile int64_t *flag = (volatile int64_t *) (st->win_buf + flag_off);
     volatile double x = 1.0;
     double end = MPI_Wtime() + BUSY_MAX_SECS;
 
@@ -485,7 +655,7 @@ static double busy_origin(struct osc_state *st, size_t size, const struct bench_
                           size_t flag_off)
 {
     long n = plan->iters < BUSY_MAX_OPS ? plan->iters : BUSY_MAX_OPS, done = 0;
-    double *lat = calloc((size_t)(n > 0 ? n : 1), sizeof(double)), warm, t0, p99;
+    double *lat = calloc((size_t) (n > 0 ? n : 1), sizeof(double)), warm, t0, p99;
     int64_t one = 1;
 
     MPI_Win_lock_all(0, st->win);
@@ -498,17 +668,21 @@ static double busy_origin(struct osc_state *st, size_t size, const struct bench_
         if (plan->timed_cap > 0 && MPI_Wtime() - t0 >= plan->timed_cap)
             break;
     }
-    MPI_Put(&one, 1, MPI_INT64_T, st->peer, st->peer_base + (MPI_Aint)flag_off, 1,
-            MPI_INT64_T, st->win);
+    MPI_Put(&one, 1, MPI_INT64_T, st->peer, st->peer_base + (MPI_Aint) flag_off, 1, MPI_INT64_T,
+            st->win);
     MPI_Win_unlock_all(st->win);
     if (!lat || done == 0) {
         free(lat);
         return 0;
     }
-    qsort(lat, (size_t)done, sizeof(double), compare_double);
+    qsort(lat, (size_t) done, sizeof(double), compare_double);
     p99 = lat[(done * 99) / 100] * 1e6;
-    printf("# %s %zu: %ld ops, median %.3f us, 99th percentile %.3f us, slowest %.3f us\n",
-           st->t->name, size, done, lat[done / 2] * 1e6, p99, lat[done - 1] * 1e6);
+    /* rank 0 speaks for itself; the other origins' p99 are in the
+     * '# per-origin' line */
+    if (st->rank == 0)
+        printf("# %s %zu%s: %ld ops, median %.3f us, 99th percentile %.3f us, slowest %.3f us\n",
+               st->t->name, size, st->lay.origins > 1 ? " (rank 0)" : "", done, lat[done / 2] * 1e6,
+               p99, lat[done - 1] * 1e6);
     free(lat);
     return p99;
 }
@@ -532,20 +706,38 @@ static double measure_busy(struct osc_state *st, size_t size, const struct bench
     return validate_size(st, size) ? -1 : value;
 }
 
-/* Returns the value for this size on rank 0, or a negative number when the
- * data was wrong. */
+/* Many-to-one: room for every value an origin may fetch at this size,
+ * made before the timed loop. */
+static void reserve_fetched(struct osc_state *st, const struct bench_plan *plan)
+{
+    long need = plan->warmup + plan->iters;
+    int64_t *more;
+
+    if (!many_to_one(st) || !fetches(st->t) || !is_origin(st) || need <= st->fetched_cap)
+        return;
+    more = realloc(st->fetched, (size_t) need * sizeof(*more));
+    if (!more) {
+        fprintf(stderr, "osc_bench: rank %d: no memory for %ld fetched values\n", st->rank, need);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    st->fetched = more;
+    st->fetched_cap = need;
+}
+
+/* Returns this rank's own value for this size (0 on a rank that does not
+ * time), or a negative number on every rank when the data was wrong. */
 static double measure_size(struct osc_state *st, size_t size)
 {
     struct bench_plan plan;
-    double secs = 0, value = 0, total = 0;
+    double secs = 0, value = 0;
     long done = 0;
 
-        bench_plan_for(&st->opt->common, st->t->kind, size, &plan);
+    bench_plan_for(&st->opt->common, st->t->kind, size, &plan);
+    reserve_fetched(st, &plan);
     prepare_size(st, size);
     if (st->t->busy_target)
         return measure_busy(st, size, &plan, busy_flag_offset(st->win_len));
     MPI_Barrier(MPI_COMM_WORLD);
-
 
     if (is_origin(st)) {
         double warm;
@@ -558,23 +750,21 @@ static double measure_size(struct osc_state *st, size_t size)
     /* The passive target spends the origin's whole epoch in here. */
     MPI_Barrier(MPI_COMM_WORLD);
 
-    if (validate_size(st, size))
-        return -1;
-    if (st->t->both_ranks_origin) {
-        /* Each rank timed its own direction; the sum is what OSU's
-         * bidirectional tests report. */
-        MPI_Reduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        value = total;
-    }
-    return value;
+    /* put_bibw: each rank timed its own direction, and the sum that
+     * run_test reports for bandwidth is what OSU's bidirectional tests
+     * report. */
+    return validate_size(st, size) ? -1 : value;
 }
 
 static const char *value_column(const struct test_desc *t)
 {
     switch (t->kind) {
-    case BENCH_LATENCY: return "Latency (us)";
-    case BENCH_BANDWIDTH: return "Bandwidth (MB/s)";
-    default: return "Messages/s";
+    case BENCH_LATENCY:
+        return "Latency (us)";
+    case BENCH_BANDWIDTH:
+        return "Bandwidth (MB/s)";
+    default:
+        return "Messages/s";
     }
 }
 
@@ -585,26 +775,39 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
     const struct options *opt = st->opt;
     struct bench_sizes atomic_size = { .v = { sizeof(int64_t) }, .n = 1 };
     const struct bench_sizes *sizes = is_atomic(t) ? &atomic_size : &opt->sizes;
-    size_t win_len = bench_sizes_max(sizes);
+    size_t win_len = bench_sizes_max(sizes), exposed;
+    /* with one pair the rows stay as they were before there were more */
+    bool several = st->lay.origins > 1;
     int status = 0;
+    char words[96];
 
-        st->t = t;
+    st->t = t;
     if (win_len < sizeof(int64_t))
         win_len = sizeof(int64_t);
     st->win_len = win_len;
+    /* many-to-one puts: a slot per origin, so that each one's data can be
+     * checked */
+    st->slots = many_to_one(st) && t->op == OP_PUT && is_target(st) ? st->lay.nranks - 1 : 1;
+    exposed =
+        t->busy_target ? busy_flag_offset(win_len) + sizeof(int64_t) : win_len * (size_t) st->slots;
     st->origin_buf = bench_alloc(win_len);
-    if (!st->origin_buf ||
-        create_window(st, t->busy_target ? busy_flag_offset(win_len) + sizeof(int64_t)
-                                         : win_len)) {
-        fprintf(stderr, "osc_bench: rank %d: cannot create a %s window of %zu bytes\n",
-                st->rank, flavour_names[opt->flavour], win_len);
+    if (!st->origin_buf || create_window(st, exposed)) {
+        fprintf(stderr, "osc_bench: rank %d: cannot create a %s window of %zu bytes\n", st->rank,
+                flavour_names[opt->flavour], exposed);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    st->data_disp = st->peer_base;
+    if (many_to_one(st) && t->op == OP_PUT && is_origin(st))
+        st->data_disp += (MPI_Aint) ((size_t) (st->rank - 1) * win_len);
 
     if (st->rank == 0) {
         printf("# osc_bench %s: %s\n", t->name, t->what);
-        printf("# window=%s sync=lock_all ranks=2%s\n", flavour_names[opt->flavour],
+        printf("# window=%s sync=lock_all %s%s\n", flavour_names[opt->flavour],
+               bench_layout_words(&st->lay, words, sizeof(words)),
                opt->common.quick ? " quick" : "");
+        if (several)
+            bench_print_combination(
+                t->kind, t->both_ranks_origin ? st->lay.nranks : st->lay.origins, "origins");
         printf("%-10s%20s\n", "# Size", value_column(t));
         fflush(stdout);
     }
@@ -614,16 +817,21 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
 
         if (size == 0)
             continue;
+        struct bench_summary sum;
+
         value = measure_size(st, size);
         if (value < 0) {
             if (st->rank == 0)
-                fprintf(stderr, "osc_bench: %s: wrong data at %zu bytes, stopping\n",
-                        t->name, size);
+                fprintf(stderr, "osc_bench: %s: wrong data at %zu bytes, stopping\n", t->name,
+                        size);
             status = 1;
             break;
         }
+        bench_summarise(value, is_origin(st), t->kind, MPI_COMM_WORLD, &sum);
         if (st->rank == 0) {
-            bench_print_row(size, value);
+            bench_print_row(size, sum.row);
+            if (several)
+                bench_print_spread(size, &sum);
             fflush(stdout);
         }
     }
@@ -639,26 +847,25 @@ int main(int argc, char **argv)
 {
     struct options opt;
     struct osc_state st;
-    int nranks, status = 0;
+    int status = 0;
 
     MPI_Init(&argc, &argv);
     bench_pvars_begin();
     memset(&st, 0, sizeof(st));
     MPI_Comm_rank(MPI_COMM_WORLD, &st.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (parse_options(argc, argv, &opt)) {
-        MPI_Finalize();
-        return 2;
-    }
-    if (nranks != 2) {
-        if (st.rank == 0)
-            fprintf(stderr, "osc_bench: needs exactly 2 ranks, got %d\n", nranks);
+    if (parse_options(argc, argv, &opt) || bench_layout_init(&st.lay, opt.pattern, "osc_bench")) {
         MPI_Finalize();
         return 2;
     }
     bench_arm_watchdog(opt.common.timeout, "osc_bench");
     st.opt = &opt;
-    st.peer = 1 - st.rank;
+    st.peer = st.lay.peer;
+    st.bases = calloc((size_t) st.lay.nranks, sizeof(*st.bases));
+    st.ops_by_rank = calloc((size_t) st.lay.nranks, sizeof(*st.ops_by_rank));
+    if (!st.bases || !st.ops_by_rank) {
+        fprintf(stderr, "osc_bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     st.one = 1;
 
     for (size_t i = 0; i < NUM_TESTS && status == 0; i++)
@@ -666,6 +873,9 @@ int main(int argc, char **argv)
             status = run_test(&st, &tests[i]);
 
     bench_pvars_end();
+    free(st.bases);
+    free(st.ops_by_rank);
+    free(st.fetched);
     alarm(0);
     MPI_Finalize();
     return status;

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Checks of bench/bench_driver.py's parsing that need no MPI job: the
+upstream check (did upstream's btl/ofi carry every window, from osc/rdma's
+lines at osc_base_verbose 40) and the reading of osc_bench's output with
+more than two ranks.  Run by contrib/check's bench lane; exit 0 when all
+hold.
+
+    python3 bench/test_bench_driver.py
+"""
+
+import importlib.util
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("bench_driver",
+                                              os.path.join(HERE, "bench_driver.py"))
+driver = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(driver)
+
+
+def window_lines(pid, btl, wid=3):
+    """What one rank of Open MPI 5.0.7 prints for one window at
+    osc_base_verbose 40 (a release build), with `btl` chosen, or the
+    fall-back to active messages when btl is None."""
+    out = ["[vm:%d] creating osc/rdma window of flavor 1 with id %d" % (pid, wid)]
+    if btl:
+        out.append("[vm:%d] accelerated_query: selected btl: %s" % (pid, btl))
+    else:
+        out += ["[vm:%d] accelerated_query: no suitable btls found" % pid,
+                "[vm:%d] could not find an accelerated btl. falling back on active-message "
+                "BTLs" % pid,
+                "[vm:%d] found alternate btl sm" % pid]
+    out.append("[vm:%d] finished creating osc/rdma window with id %d" % (pid, wid))
+    return out
+
+
+def err_of(*ranks):
+    lines = ["[vm:1] select: init of component ofi returned success"]
+    for r in ranks:
+        lines += r
+    return "\n".join(lines) + "\n"
+
+
+CASES = [
+    # (what, stderr, ended ok, rows printed, refused?)
+    ("both ranks on btl/ofi, two windows",
+     err_of(window_lines(1, "ofi"), window_lines(2, "ofi"),
+            window_lines(1, "ofi", 4), window_lines(2, "ofi", 4)), True, True, False),
+    ("osc/rdma chose sm", err_of(window_lines(1, "sm"), window_lines(2, "sm")),
+     True, True, True),
+    ("one rank fell back to active messages",
+     err_of(window_lines(1, "ofi"), window_lines(2, None)), True, True, True),
+    ("the selection line never printed (verbosity 20, as before)",
+     err_of(["[vm:1] select: component rdma selected"]), True, True, True),
+    ("a window without its line", err_of(window_lines(1, "ofi"), window_lines(2, "ofi"),
+                                         window_lines(1, None)[:1]), True, True, True),
+    ("a launch that died before any window", err_of(), False, False, False),
+]
+
+
+def check_refusals():
+    bad = 0
+    for what, err, ok, measured, refused in CASES:
+        why = driver.osc_btl_refusal(err, ok, measured)
+        if bool(why) != refused:
+            print("FAIL  upstream check: %s: %s" % (what, why or "accepted"))
+            bad += 1
+        else:
+            print("ok    upstream check: %s: %s" % (what, why or "accepted"))
+    return bad
+
+
+OSC_4_RANKS = """\
+# osc_bench put_lat: MPI_Put + MPI_Win_flush latency
+# window=create sync=lock_all ranks=4 pairs=2 (rank i with rank i+2)
+# each row: the mean over the 2 origins, each timed on its own; '# per-origin' lines: min, \
+mean and max of them
+# Size            Latency (us)
+8                       129.40
+# per-origin 8: min 126.5243 mean 129.3975 max 132.2707 (2 origins)
+4096                    128.53
+# per-origin 4096: min 124.8627 mean 128.5340 max 132.2053 (2 origins)
+# btl_ofi pvars (sum over ranks): put_count=8 flush_count=14 error_count=0
+"""
+
+
+def check_rows():
+    launch = driver.Launch("ours", "osc_bench", ["put_lat"], [8, 4096], [], "/nonexistent")
+    for line in OSC_4_RANKS.splitlines():
+        driver.parse_line(launch, line, lambda bench: None)
+    res = launch.results.get("put_lat")
+    want = {8: 129.40, 4096: 128.53}
+    if not res or res["rows"] != want or not res["done"]:
+        print("FAIL  rows of 4 ranks: %s" % res)
+        return 1
+    print("ok    rows of 4 ranks: %s" % res["rows"])
+    return 0
+
+
+def main():
+    bad = check_refusals() + check_rows()
+    print("%s: %d failure(s)" % (os.path.basename(sys.argv[0]), bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
