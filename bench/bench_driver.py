@@ -931,6 +931,16 @@ class Bench:
                 shown_path(MPICH_BUILD), "mpi", "rma_dyn_list"))
         if self.mpich_skipped:
             out.append("mpich: %s, so there is no mpich column" % self.mpich_skipped)
+        # MPICH's own failures, which cost it numbers (its crashes are not
+        # ours to debug, but the table should not hide them)
+        for l in self.launches:
+            if l.impl != "mpich" or l.ended == "ok":
+                continue
+            sig = re.search(r"terminated with signal \d+|signal \d+|Fatal error[^\n]*", l.stderr)
+            out.append("mpich: %s %s after %.0f s %s%s (log %s.err)" % (
+                l.program, l.ended, l.seconds,
+                "(last test started: %s)" % l.order[-1] if l.order else "before its first test",
+                ": " + sig.group(0) if sig else "", os.path.relpath(l.log_base, self.out)))
         return out
 
     def plots(self, rows):
