@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Driver behind contrib/bench: runs the one-sided (osc_bench), two-sided
 (p2p_bench) and raw libfabric (fi_bench) benchmarks through our btl/ofi,
-upstream's and raw libfabric, interleaved round by round, and reports
-medians as CSV, Markdown and PNG plots.
+upstream's, the peer MPICH (ch4:ofi) and raw libfabric, interleaved round
+by round, and reports medians as CSV, Markdown and PNG plots.
 
 contrib/bench sets everything up and builds the programs first; run that,
 not this file.  Every launch is guarded by an overall timeout and by a stall
@@ -31,15 +31,29 @@ DISTRO = os.environ.get("BTL_OFI_BENCH_DISTRO") == "1"
 # Open MPI's own shared-memory BTL: vader in 4.1
 SM_BTL = "vader" if DISTRO else "sm"
 MPIRUN_CMD = [MPIRUN] + (["--distro"] if DISTRO else [])
+# The peer: MPICH with ch4:ofi (contrib/setup --peers), the same benchmark
+# sources compiled with its mpicc into BTL_OFI_MPICH_BUILD.  contrib/bench
+# sets that variable only when the peer is built, and otherwise
+# BTL_OFI_MPICH_SKIP to the reason.
+MPIEXEC = os.path.join(ROOT, "contrib", "mpiexec")
+MPICH_BUILD = os.environ.get("BTL_OFI_MPICH_BUILD", "")
+MPICH_PREFIX = os.environ.get("BTL_OFI_MPICH_PREFIX", "")
+MPICH_SKIP = os.environ.get("BTL_OFI_MPICH_SKIP", "") or \
+    ("" if MPICH_BUILD else "not built (contrib/setup --peers)")
+# What MPICH prints (MPIR_CVAR_DEBUG_SUMMARY=1, rank 0, stdout) about the
+# provider it opened.
+MPICH_PROVIDER_RE = re.compile(r"^libfabric provider: (\S+) - ")
 
 # ours; ours with its progress thread off; upstream's btl/ofi; Open MPI's
-# btl/sm under osc/rdma (one node); raw libfabric.
-IMPLS = ("ours", "nothread", "upstream", "sm", "raw")
+# btl/sm under osc/rdma (one node); raw libfabric; MPICH ch4:ofi on the
+# same provider (last, so that the earlier columns keep their places).
+IMPLS = ("ours", "nothread", "upstream", "sm", "raw", "mpich")
 # (csv column, row key, other implementation, table heading)
 RATIOS = (("ours_over_upstream", "r_up", "upstream", "ours/upstream"),
           ("ours_over_raw", "r_raw", "raw", "ours/raw"),
           ("ours_over_nothread", "r_nothread", "nothread", "ours/thread off"),
-          ("ours_over_sm", "r_sm", "sm", "ours/btl sm"))
+          ("ours_over_sm", "r_sm", "sm", "ours/btl sm"),
+          ("ours_over_mpich", "r_mpich", "mpich", "ours/mpich"))
 
 # Benchmarks in the order the programs run them (osc_bench and fi_bench
 # walk their own tables, not the -t list).
@@ -141,6 +155,7 @@ class Launch:
         self.ended = "ok"        # ok | failed | timeout | stall
         self.stderr = ""
         self.seconds = 0.0
+        self.provider_seen = None  # MPICH: the provider it says it opened
 
 
 HEADER_RES = [
@@ -155,6 +170,10 @@ PVARS_RE = re.compile(r"^# btl_ofi pvars(?: \(sum over ranks\))?: (.*)$")
 
 
 def parse_line(launch, line, on_test_start):
+    m = MPICH_PROVIDER_RE.match(line)
+    if m:
+        launch.provider_seen = m.group(1)
+        return
     for rx, name_of in HEADER_RES:
         m = rx.match(line)
         if m:
@@ -253,6 +272,15 @@ def run_launch(launch, stall, cap, on_test_start):
     return launch
 
 
+def launch_stdout(launch):
+    """What a finished launch printed on stdout (its log keeps it)."""
+    try:
+        with open(launch.log_base + ".out", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def shquote(s):
     if re.match(r"^[\w@%+=:,./-]+$", s):
         return s
@@ -276,6 +304,7 @@ class Bench:
         self.samples = []       # dicts: bench size impl round value status
         self.launches = []
         self.refused = {}       # (impl, group) -> reason
+        self.wrong_provider = {}  # (impl, group) -> what MPICH ran on instead
         self.hang_at = {}       # (impl, bench) -> first size that hung
         self.checks = {}        # (impl, bench) -> list of pvars dicts / "absent"
         self.notes = []
@@ -295,6 +324,11 @@ class Bench:
         if bad or "ours" not in self.impls:
             sys.exit("contrib/bench: --impls takes ours and any of %s (got %s)"
                      % (" ".join(IMPLS), args.impls))
+        self.mpich_skipped = None
+        if "mpich" in self.impls and MPICH_SKIP:
+            self.impls.remove("mpich")
+            self.mpich_skipped = MPICH_SKIP
+            say("mpich: %s; its column is left out" % MPICH_SKIP)
 
     @staticmethod
     def select_benchmarks(spec):
@@ -332,6 +366,8 @@ class Bench:
             # without the thread a busy target stalls every origin until it
             # stops computing: the number would be the benchmark's own cap
             return bench not in BUSY_TESTS
+        if impl == "mpich" and bench in LOCK_TESTS:
+            return os.access(os.path.join(MPICH_BUILD, "mpi", "rma_dyn_list"), os.X_OK)
         return True
 
     # Upstream's btl/ofi is one-sided only: ob1 needs another BTL to reach
@@ -392,6 +428,25 @@ class Bench:
             return "%d ranks many-to-one" % np
         return "2 ranks" if np == 2 else "%d ranks in %d pairs" % (np, np // 2)
 
+    def mpiexec_prefix(self, np=2):
+        """MPICH's launch: Hydra through contrib/mpiexec, on the provider
+        under test (FI_PROVIDER: libfabric offers MPICH nothing else), with
+        MPIR_CVAR_NOLOCAL=1 so that ranks of one node use the netmod and not
+        MPICH's shared memory, and the debug summary that names the
+        provider it opened (absorb checks it)."""
+        cmd = [MPIEXEC]
+        if self.args.hosts > 1 and not self.args.hostfile:
+            cmd += ["--hosts", str(self.args.hosts)]
+        cmd += ["-n", str(np)]
+        if self.args.hosts > 1 and self.args.hostfile:
+            cmd += ["-f", self.args.hostfile, "-ppn", str(max(1, np // 2))]
+        elif self.args.hosts == 1 and np <= (os.cpu_count() or 1):
+            # as Open MPI's mpirun binds 2 ranks (Hydra binds nothing unless told)
+            cmd += ["-bind-to", "core"]
+        cmd += ["-genv", "FI_PROVIDER", self.provider, "-genv", "MPIR_CVAR_NOLOCAL", "1",
+                "-genv", "MPIR_CVAR_DEBUG_SUMMARY", "1"]
+        return cmd
+
     def count_args(self):
         a = []
         if self.cfg["iters"] is not None:
@@ -413,7 +468,8 @@ class Bench:
                   ("p2p", [t for t in P2P_TESTS if t in self.selected])]
         for group, tests in groups:
             tests = [t for t in tests if self.supported(impl, t)]
-            if not tests or (impl, group) in self.refused:
+            if not tests or (impl, group) in self.refused or \
+                    (impl, group) in self.wrong_provider:
                 continue
             by_sizes, atomics = {}, []
             for t in tests:
@@ -434,7 +490,7 @@ class Bench:
             order = OSC_TESTS if group == "osc" else P2P_TESTS
             for sizes, ts in items:
                 plans.append((group, [t for t in order if t in ts], sizes))
-        if (impl, "osc") not in self.refused:
+        if (impl, "osc") not in self.refused and (impl, "osc") not in self.wrong_provider:
             plans += [("lock", [t], [8]) for t in LOCK_TESTS
                       if t in self.selected and self.supported(impl, t)]
         return plans
@@ -450,16 +506,19 @@ class Bench:
             # fi_bench takes ranges only: one launch per size unless the
             # sizes are consecutive powers of two.
             return self.raw_launches(tests, sizes, rnd, log, watchdog)
+        build = MPICH_BUILD if impl == "mpich" else BUILD
         if group == "lock":
             variant = tests[0][len("list_"):-len("_lat")]
-            cmd = self.mpirun_prefix(impl, "osc", LOCK_RANKS) + [
-                os.path.join(BUILD, "mpi", "rma_dyn_list"), "-b",
-                "-n", str(LOCK_APPENDS_PER_RANK), "-l", variant]
+            prefix = self.mpiexec_prefix(LOCK_RANKS) if impl == "mpich" else \
+                self.mpirun_prefix(impl, "osc", LOCK_RANKS)
+            cmd = prefix + [os.path.join(build, "mpi", "rma_dyn_list"), "-b",
+                            "-n", str(LOCK_APPENDS_PER_RANK), "-l", variant]
             return [Launch(impl, "rma_dyn_list", tests, sizes, cmd, log)]
-        prog = os.path.join(BUILD, "osc_bench" if group == "osc" else "p2p_bench")
+        prog = os.path.join(build, "osc_bench" if group == "osc" else "p2p_bench")
         names = tests if group == "osc" else [P2P_PROGRAM_NAME[t] for t in tests]
-        cmd = self.mpirun_prefix(impl, group, self.args.np) + [
-            prog, "-t", ",".join(names), "-m", size_arg, "-T", watchdog]
+        prefix = self.mpiexec_prefix(self.args.np) if impl == "mpich" else \
+            self.mpirun_prefix(impl, group, self.args.np)
+        cmd = prefix + [prog, "-t", ",".join(names), "-m", size_arg, "-T", watchdog]
         cmd += self.count_args() + (["-M"] if self.args.many_to_one else [])
         return [Launch(impl, "osc_bench" if group == "osc" else "p2p_bench",
                        tests, sizes, cmd, log)]
@@ -535,6 +594,30 @@ class Bench:
             return "upstream btl/ofi cannot reach the peer with %s" % self.provider
         return None
 
+    def mpich_refusal(self, launch):
+        """MPICH stops in MPI_Init when it cannot use the provider: its
+        error stack's last line says why."""
+        if launch.order or launch.ended != "failed":
+            return None
+        lines = [l.strip() for l in (launch.stderr + "\n" + launch_stdout(launch)).splitlines()]
+        if not any(re.search(r"Fatal error in \S*Init", l) for l in lines):
+            return None
+        stack = [l for l in lines if re.match(r"^\w+\(\d*\)\.*:\s*\S", l)]
+        why = re.sub(r"^\w+\(\d*\)\.*:\s*", "", stack[-1]) if stack else \
+            next(l for l in lines if re.search(r"Fatal error in \S*Init", l))
+        return "MPICH refused provider %s: %s" % (self.provider, why)
+
+    def mpich_provider_problem(self, launch):
+        """None when MPICH said it opened the provider under test."""
+        seen = launch.provider_seen
+        if seen == self.provider:
+            return None
+        if seen is None:
+            if launch.ended != "ok" and not launch.order:
+                return None  # died before it got that far: its own failure
+            return "MPICH named no libfabric provider (no 'libfabric provider:' line)"
+        return "MPICH ran on provider %s, not %s" % (seen, self.provider)
+
     def failure_status(self, launch):
         if launch.ended in ("stall", "timeout"):
             return "timeout"
@@ -555,11 +638,16 @@ class Bench:
         queue = self.make_launch(impl, group, tests, sizes, rnd)
         while queue:
             launch = queue.pop(0)
-            run_launch(launch, self.cfg["stall"], self.launch_cap(launch.tests, launch.sizes),
-                       self.on_test_start(impl, rnd))
+            cap = self.launch_cap(launch.tests, launch.sizes)
+            # rma_dyn_list prints its one row when the whole list is built:
+            # silence until then is no stall (MPICH's 4 ranks spin on 2
+            # cores and take seconds where Open MPI's yield)
+            stall = cap if group == "lock" else self.cfg["stall"]
+            run_launch(launch, stall, cap, self.on_test_start(impl, rnd))
             self.launches.append(launch)
             progressed, rest = self.absorb(launch, group, rnd)
-            if (impl, group) in self.refused:
+            gkey = "osc" if group == "lock" else group
+            if (impl, gkey) in self.refused or (impl, gkey) in self.wrong_provider:
                 return
             if not rest:
                 continue
@@ -576,12 +664,22 @@ class Bench:
         """Records what one launch measured.  Returns (made progress, tests
         that still have to run)."""
         impl = launch.impl
-        if impl == "upstream":
-            why = self.upstream_refusal(launch, group)
+        if impl in ("upstream", "mpich"):
+            why = self.upstream_refusal(launch, group) if impl == "upstream" else \
+                self.mpich_refusal(launch)
             if why:
                 # the lock rows are one-sided: refused with the osc group
                 self.refused[(impl, "osc" if group == "lock" else group)] = why
-                say("    upstream: %s -> 'refused'" % why)
+                say("    %s: %s -> 'refused'" % (impl, why))
+                return True, []
+        if impl == "mpich":
+            why = self.mpich_provider_problem(launch)
+            if why:
+                # its numbers measure something else: none is kept, and
+                # MPICH is not run again in this group
+                self.wrong_provider[(impl, "osc" if group == "lock" else group)] = why
+                say("    mpich: %s -> 'provider?' (log %s.out)"
+                    % (why, os.path.relpath(launch.log_base, ROOT)))
                 return True, []
         status = self.failure_status(launch) if launch.ended != "ok" else "ok"
         progressed = False
@@ -636,7 +734,8 @@ class Bench:
         for impl in IMPLS:
             for b in self.selected:
                 grp = "p2p" if b in P2P_TESTS else "osc"
-                if self.supported(impl, b) and (impl, grp) not in self.refused:
+                if self.supported(impl, b) and (impl, grp) not in self.refused and \
+                        (impl, grp) not in self.wrong_provider:
                     total += 1
         return total * self.rounds
 
@@ -675,7 +774,8 @@ class Bench:
             for impl in IMPLS:
                 for group, tests, sizes in self.build_launches(impl, rnd):
                     # the lock rows are one-sided: refused with the osc group
-                    if (impl, "osc" if group == "lock" else group) in self.refused:
+                    key = (impl, "osc" if group == "lock" else group)
+                    if key in self.refused or key in self.wrong_provider:
                         continue
                     self.run_plan_item(impl, group, tests, sizes, rnd)
                     self.progress_total = max(self.count_progress(), self.progress_done)
@@ -695,6 +795,8 @@ class Bench:
                         self.record(impl, b, s, rnd, None, "n/a")
                     elif (impl, grp) in self.refused:
                         self.record(impl, b, s, rnd, None, "refused")
+                    elif (impl, grp) in self.wrong_provider:
+                        self.record(impl, b, s, rnd, None, "provider?")
                     elif (impl, b) in self.hang_at and s >= self.hang_at[(impl, b)] and \
                             not any(x for x in self.samples if x["impl"] == impl and
                                     x["bench"] == b and x["size"] == s and x["round"] == rnd):
@@ -709,7 +811,7 @@ class Bench:
                  x["bench"] == bench and x["size"] == size and x["status"] != "ok"]
         if vals:
             return statistics.median(vals), len(vals), None
-        for word in ("refused", "n/a", "wrong", "timeout", "failed", "missing"):
+        for word in ("refused", "n/a", "provider?", "wrong", "timeout", "failed", "missing"):
             if word in stats:
                 return None, 0, word
         return None, 0, "missing"
@@ -750,7 +852,8 @@ class Bench:
     def smoke_verdict(self, rows):
         """Every row must have a number from ours and from raw (this
         project's code) unless the cell is missing by design; upstream's
-        failures are its own and only reported."""
+        and MPICH's failures are their own and only reported, but MPICH on
+        a provider other than the one under test is this driver's fault."""
         fatal = 0
         for r in rows:
             for impl in IMPLS:
@@ -759,8 +862,8 @@ class Bench:
                     continue
                 what = "smoke: %s %s: no number from %s (%s)" % (
                     r["bench"], fmt_size(r["size"]), impl, word)
-                if impl == "upstream":
-                    say(what + " -- upstream's problem, not counted")
+                if impl in ("upstream", "mpich") and word != "provider?":
+                    say(what + " -- %s's problem, not counted" % impl)
                 else:
                     say(what)
                     fatal += 1
@@ -793,8 +896,8 @@ class Bench:
     def markdown_table(self, rows):
         impls = [i for i in IMPLS if i in self.impls]
         ratios = [x for x in RATIOS if x[2] in self.impls]
-        lines = ["| benchmark | size | unit | %s | %s |" % (
-                     " | ".join(impls), " | ".join(x[3] for x in ratios)),
+        lines = ["| benchmark | size | unit | %s |" % " | ".join(
+                     impls + [x[3] for x in ratios]),
                  "|---|---:|---|%s" % ("---:|" * (len(impls) + len(ratios)))]
         for r in rows:
             cells = []
@@ -852,6 +955,24 @@ class Bench:
                         fmt_num(r["ours"]), fmt_num(r["raw"]), r["unit"]))
         for (impl, grp), why in sorted(self.refused.items()):
             out.append("%s %s: %s" % (impl, "one-sided" if grp == "osc" else "two-sided", why))
+        for (impl, grp), why in sorted(self.wrong_provider.items()):
+            out.append("%s %s: %s: its numbers are left out ('provider?')" % (
+                impl, "one-sided" if grp == "osc" else "two-sided", why))
+        if "mpich" in self.impls and not self.supported("mpich", "list_shared_lat"):
+            out.append("mpich: no %s: the list_*_lat rows are n/a for it" % os.path.join(
+                shown_path(MPICH_BUILD), "mpi", "rma_dyn_list"))
+        if self.mpich_skipped:
+            out.append("mpich: %s, so there is no mpich column" % self.mpich_skipped)
+        # MPICH's own failures, which cost it numbers (its crashes are not
+        # ours to debug, but the table should not hide them)
+        for l in self.launches:
+            if l.impl != "mpich" or l.ended == "ok":
+                continue
+            sig = re.search(r"terminated with signal \d+|signal \d+|Fatal error[^\n]*", l.stderr)
+            out.append("mpich: %s %s after %.0f s %s%s (log %s.err)" % (
+                l.program, l.ended, l.seconds,
+                "(last test started: %s)" % l.order[-1] if l.order else "before its first test",
+                ": " + sig.group(0) if sig else "", os.path.relpath(l.log_base, self.out)))
         return out
 
     def plots(self, rows):
@@ -945,6 +1066,14 @@ class Bench:
             info["Open MPI"] = m.group(1) if m else "?"
         except (OSError, subprocess.TimeoutExpired):
             info["Open MPI"] = "?"
+        if "mpich" in self.impls:
+            try:
+                v = subprocess.run([os.path.join(MPICH_PREFIX, "bin", "mpichversion")],
+                                   capture_output=True, text=True, timeout=30).stdout
+                m = re.search(r"MPICH Version:\s*(\S+)", v)
+                info["MPICH"] = m.group(1) if m else "?"
+            except (OSError, subprocess.TimeoutExpired):
+                info["MPICH"] = "?"
         try:
             info["load average at end"] = " ".join("%.2f" % x for x in os.getloadavg())
         except OSError:
@@ -1004,11 +1133,25 @@ class Bench:
                      "It yields the CPU while polling (its default; MPI ranks spin on "
                      "cores of their own), so on a loaded machine its small-message "
                      "latency includes scheduler delays; `--raw-spin` makes it spin."))
+        if "mpich" in self.impls:
+            L.append("- **mpich**: MPICH %s with its ch4:ofi device on the same libfabric "
+                     "(`contrib/setup --peers`), the same benchmark sources built with its "
+                     "mpicc into `%s`: `contrib/mpiexec %s`.  `FI_PROVIDER` leaves MPICH "
+                     "only the provider under test, `MPIR_CVAR_NOLOCAL=1` keeps ranks of one "
+                     "node off its shared memory, and each launch must print `libfabric "
+                     "provider: %s` (its debug summary), or its numbers are left out "
+                     "(`provider?`).  `refused`: MPICH stopped in `MPI_Init` on this "
+                     "provider (the note says why)." % (
+                         m.get("MPICH", "?"), shown_path(MPICH_BUILD),
+                         " ".join(shquote(a) for a in self.mpiexec_prefix()[1:]),
+                         self.provider))
+        elif self.mpich_skipped:
+            L.append("- **mpich**: %s." % self.mpich_skipped)
         L.append("")
         L.append("Latency in µs (lower is better: ours/x < 1 means ours is faster); bandwidth "
                  "in MB/s with MB = 10^6 bytes and rate in messages/s (higher is better: "
                  "ours/x > 1 means ours is faster).  `(k/n)`: only k of n rounds gave a number. "
-                 "Words instead of numbers: `refused`, `n/a`, `timeout` (no progress; the "
+                 "Words instead of numbers: `refused`, `n/a`, `provider?`, `timeout` (no progress; the "
                  "launch was killed and later rounds skip that size), `failed`, `wrong` "
                  "(the benchmark's data check failed).  Logs of every launch: `logs/`.")
         L.append("")

@@ -27,11 +27,18 @@ def number(text):
 
 def main(path):
     rows = {(r["benchmark"], int(r["size"])): r for r in csv.DictReader(open(path))}
-    impls = ("ours", "nothread", "upstream", "sm", "raw")
-    ratios = ("ours_over_upstream", "ours_over_raw", "ours_over_nothread", "ours_over_sm")
-    print("| benchmark | size | unit | ours | thread off | upstream | btl/sm | raw | "
-          "ours/upstream | ours/raw | ours/thread off | ours/btl sm |")
-    print("|--|--:|--|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    impls = ["ours", "nothread", "upstream", "sm", "raw"]
+    ratios = ["ours_over_upstream", "ours_over_raw", "ours_over_nothread", "ours_over_sm"]
+    heads = ["ours", "thread off", "upstream", "btl/sm", "raw"]
+    ratio_heads = ["ours/upstream", "ours/raw", "ours/thread off", "ours/btl sm"]
+    # the peer's columns only where the run had it (contrib/setup --peers)
+    if any(number(r.get("mpich", "")) is not None for r in rows.values()):
+        impls.append("mpich")
+        ratios.append("ours_over_mpich")
+        heads.append("mpich")
+        ratio_heads.append("ours/mpich")
+    print("| benchmark | size | unit | %s |" % " | ".join(heads + ratio_heads))
+    print("|--|--:|--|%s" % ("--:|" * (len(heads) + len(ratio_heads))))
     for bench, size in ROWS:
         r = rows.get((bench, size))
         if not r:

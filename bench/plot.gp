@@ -20,7 +20,7 @@ set datafile missing "?"
 set key outside right top vertical box
 set grid
 set logscale y
-colours = "#1f77b4 #ff7f0e #d62728 #9467bd #2ca02c"
+colours = "#1f77b4 #ff7f0e #d62728 #9467bd #2ca02c #8c564b"
 
 if (style eq 'bars') {
     set style data histograms

@@ -18,6 +18,16 @@ BTL_OFI_LF2_DEBVER=2.1.0-1.1
 BTL_OFI_LF2_PREFIX=$BTL_OFI_CACHE/libfabric-$BTL_OFI_LF2_VERSION
 BTL_OFI_LF2_SRC=$BTL_OFI_CACHE/src/libfabric-$BTL_OFI_LF2_VERSION
 BTL_OFI_T0=${BTL_OFI_T0:-$(date +%s)}
+# The peer contrib/bench measures against (contrib/setup --peers): MPICH
+# with its ch4:ofi device on the system's libfabric, from Debian bookworm's
+# source package, installed beside Open MPI.  BTL_OFI_MPICH_PREFIX names
+# another install (or, pointed at nothing, makes the peer "not built");
+# BTL_OFI_MPICH_BUILD receives the benchmarks compiled with its mpicc.
+BTL_OFI_MPICH_VERSION=4.0.2
+BTL_OFI_MPICH_DEBVER=4.0.2-3
+BTL_OFI_MPICH_PREFIX=${BTL_OFI_MPICH_PREFIX:-$BTL_OFI_CACHE/mpich-$BTL_OFI_MPICH_VERSION}
+BTL_OFI_MPICH_SRC=$BTL_OFI_CACHE/src/mpich-$BTL_OFI_MPICH_VERSION
+BTL_OFI_MPICH_BUILD=${BTL_OFI_MPICH_BUILD:-$BTL_OFI_ROOT/build-mpich}
 
 phase() {
     printf '[%4ds] == %s\n' $(($(date +%s) - BTL_OFI_T0)) "$*"
@@ -173,4 +183,15 @@ mpi_test_command() {
     [ $# -gt 0 ] && shift
     MPI_TEST_CMD=(-np "$np" --oversubscribe --mca pml ob1 --mca btl ofi,self --mca osc rdma
         --mca btl_ofi_provider_include "$p" ${mpirun_args[@]+"${mpirun_args[@]}"} "$prog" "$@")
+}
+
+# ------------------------------------------------------------------
+# The peer, MPICH (contrib/setup --peers)
+
+# True when contrib/setup --peers finished an install at
+# BTL_OFI_MPICH_PREFIX (its stamp is written last).
+mpich_built() {
+    [ -f "$BTL_OFI_MPICH_PREFIX/.btl-ofi-complete" ] &&
+        [ -x "$BTL_OFI_MPICH_PREFIX/bin/mpicc" ] &&
+        [ -x "$BTL_OFI_MPICH_PREFIX/bin/mpiexec.hydra" ]
 }

@@ -34,6 +34,8 @@
  */
 #include "common.h"
 
+/* offsetof: Open MPI's mpi.h happens to include it, MPICH's does not */
+#include <stddef.h>
 #include <time.h>
 
 #define CHUNK_ELEMS   8
