@@ -314,21 +314,19 @@ check_nics_striped() {
 # The suite: manifest lines for a provider, "NAME|MIN_NP|EXTRA" (one per line).
 
 suite_lines() {
-    local prov=$1 manifest name provs extra
+    local prov=$1 manifest line name nps provs extra
     for manifest in "$ROOT"/tests/mpi/*.tests; do
         [ -f "$manifest" ] || continue
         # the host layouts decide the rank count; of the NPS field only the
         # smallest counts: a program that needs 3 ranks is left to layouts
         # that have them
-        while read -r name nps provs extra; do
-            if [ -z "$name" ] || [[ $name == \#* ]]; then
-                continue
-            fi
+        while IFS=$'\t' read -r _ line; do
+            read -r name nps provs extra <<<"$line"
             if [ "$provs" != all ] && ! [[ ,$provs, == *,"$prov",* ]]; then
                 continue
             fi
             echo "$name|${nps%%,*}|$extra"
-        done <"$manifest"
+        done < <(manifest_lines "$manifest")
     done
 }
 

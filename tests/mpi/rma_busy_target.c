@@ -16,27 +16,16 @@
  */
 #include "common.h"
 
-#include <time.h>
-
 enum { SLOT_COUNTER, SLOT_FIRST_ORIGIN };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
 
 /* Busy work the compiler cannot drop; no MPI call inside. */
 static double compute_for(double seconds)
 {
     volatile double x = 1.0;
-    double end = now() + seconds;
+    double end = tc_now() + seconds;
 
-    while (now() < end) {
-        for (int i = 0; i < 10000; ++i) {
-            x = x * 1.0000001 + 1e-9;
-        }
+    while (tc_now() < end) {
+        tc_compute_slice(&x);
     }
     return x;
 }
@@ -49,10 +38,10 @@ static int compare_double(const void *a, const void *b)
 
 static double timed_flush(MPI_Win win, double *slowest)
 {
-    double t0 = now(), dt;
+    double t0 = tc_now(), dt;
 
     TC_MPI(MPI_Win_flush(0, win));
-    dt = now() - t0;
+    dt = tc_now() - t0;
     if (dt > *slowest) {
         *slowest = dt;
     }
@@ -69,23 +58,23 @@ static void run_origin(tc_window_t *w, int rounds, double compute, double start)
 
     for (int r = 0; r < rounds; ++r) {
         int64_t value = ((int64_t) tc_rank << 32) | (int64_t) r, back = -1;
-        double t0 = now();
+        double t0 = tc_now();
 
         TC_MPI(MPI_Fetch_and_op(&one, &fetched[r], MPI_INT64_T, 0, counter, MPI_SUM, w->win));
         timed_flush(w->win, &slowest);
-        lat[n++] = now() - t0;
-        t0 = now();
+        lat[n++] = tc_now() - t0;
+        t0 = tc_now();
         TC_MPI(MPI_Put(&value, 1, MPI_INT64_T, 0, mine, 1, MPI_INT64_T, w->win));
         timed_flush(w->win, &slowest);
-        lat[n++] = now() - t0;
-        t0 = now();
+        lat[n++] = tc_now() - t0;
+        t0 = tc_now();
         TC_MPI(MPI_Get(&back, 1, MPI_INT64_T, 0, mine, 1, MPI_INT64_T, w->win));
         timed_flush(w->win, &slowest);
-        lat[n++] = now() - t0;
+        lat[n++] = tc_now() - t0;
         TC_CHECK(back == value, "round %d: get returned 0x%" PRIx64 " after a put of 0x%" PRIx64, r,
                  back, value);
     }
-    done = now() - start;
+    done = tc_now() - start;
     qsort(lat, (size_t) n, sizeof(double), compare_double);
     printf("rank %d: %d rounds done %.3f s after the start (target computes %.1f s); slowest "
            "operation %.3f ms, 99th percentile %.3f ms, median %.3f ms\n",
@@ -123,7 +112,7 @@ int main(int argc, char **argv)
     tc_window_open(&w, TC_WIN_CREATE, (size_t) (SLOT_FIRST_ORIGIN + tc_size) * sizeof(int64_t));
     TC_MPI(MPI_Win_lock_all(0, w.win));
     TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    start = now();
+    start = tc_now();
     if (0 == tc_rank) {
         (void) compute_for(compute);
     } else {
