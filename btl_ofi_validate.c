@@ -402,3 +402,63 @@ int mca_btl_ofi_modex_parse(const void *blob, size_t size, const char *provider,
         p += n;
     }
 }
+
+int mca_btl_ofi_parse_progress_wait(const char *name)
+{
+    static const struct {
+        const char *name;
+        int value;
+    } names[] = {
+        { "auto", MCA_BTL_OFI_PROGRESS_WAIT_AUTO },
+        { "fd", MCA_BTL_OFI_PROGRESS_WAIT_FD },
+        { "timer", MCA_BTL_OFI_PROGRESS_WAIT_TIMER },
+    };
+
+    if (NULL == name || '\0' == name[0]) {
+        return MCA_BTL_OFI_PROGRESS_WAIT_TIMER;
+    }
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+        if (0 == strcasecmp(name, names[i].name)) {
+            return names[i].value;
+        }
+    }
+    return -1;
+}
+
+/* libfabric's first tcp provider (before 1.18, when the one called net
+ * took its name) signals its CQ wait object on every completion: about
+ * 1 us more per operation here, paid whether the target computes or not. */
+static bool wait_object_costs(const char *prov_name, uint32_t fi_ver)
+{
+    size_t core = strcspn(prov_name, ";");
+
+    return FI_VERSION_LT(fi_ver, FI_VERSION(1, 18)) && 3 == core
+           && 0 == strncmp(prov_name, "tcp", core);
+}
+
+bool mca_btl_ofi_progress_wait_on_fd(int setting, const char *prov_name, uint32_t fi_ver,
+                                     const char **why)
+{
+    const char *reason;
+    bool on_fd;
+
+    switch (setting) {
+    case MCA_BTL_OFI_PROGRESS_WAIT_TIMER:
+        reason = "btl_ofi_progress_wait is timer";
+        on_fd = false;
+        break;
+    case MCA_BTL_OFI_PROGRESS_WAIT_FD:
+        reason = "btl_ofi_progress_wait is fd";
+        on_fd = true;
+        break;
+    default:
+        on_fd = NULL == prov_name || !wait_object_costs(prov_name, fi_ver);
+        reason = on_fd ? "the provider's CQ wait object wakes it"
+                       : "this provider's CQ wait object slows every operation";
+        break;
+    }
+    if (NULL != why) {
+        *why = reason;
+    }
+    return on_fd;
+}
