@@ -284,11 +284,10 @@ typedef int (*mca_btl_ofi_context_work_fn_t)(struct mca_btl_ofi_context_t *conte
  */
 typedef struct mca_btl_ofi_context_t {
     /* fixed at open */
-    struct fid_ep *tx; /**< TX context or the plain endpoint */
-    struct fid_ep *rx; /**< RX context or the plain endpoint */
-    struct fid_cq *cq; /**< completions of both */
-    int wait_fd;       /**< the CQ's wait object when the progress thread sleeps on it, else -1 */
-    int index;         /**< position in the module; peers send to index 0 */
+    struct fid_ep *tx;                   /**< TX context or the plain endpoint */
+    struct fid_ep *rx;                   /**< RX context or the plain endpoint */
+    struct fid_cq *cq;                   /**< completions of both */
+    int index;                           /**< position in the module; peers send to index 0 */
     struct mca_btl_ofi_module_t *module; /**< owner */
     /** frag.c's hook, NULL without two-sided traffic */
     mca_btl_ofi_context_work_fn_t work;
@@ -396,7 +395,6 @@ typedef struct mca_btl_ofi_component_t {
     int mr_cache_max;                     /**< registrations a module keeps, cached ones included */
     int output;                           /**< our verbose stream (common/ofi's) */
     int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
-    int progress_wait;                    /**< MCA_BTL_OFI_PROGRESS_WAIT_* chosen by the user */
     int progress_idle_us;                 /**< app idle time after which the thread steps in */
     /** our locks and atomics are real: Open MPI runs threads or we run
      * our progress thread; set at init */

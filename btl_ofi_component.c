@@ -33,7 +33,6 @@
 
 static char *progress_mode_param;   /* owned by the MCA variable system */
 static char *progress_thread_param; /* owned by the MCA variable system */
-static char *progress_wait_param;   /* owned by the MCA variable system */
 static int progress_mode = FI_PROGRESS_MANUAL;
 
 static void register_pvars(void);
@@ -85,16 +84,6 @@ static int mca_btl_ofi_component_register(void)
         "computes: auto (default: unless the provider moves data on its own), on or off",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
         &progress_thread_param);
-    progress_wait_param = "timer";
-    (void) mca_base_component_var_register(
-        &c->super.btl_version, "progress_wait",
-        "What wakes the progress thread while the application is away: timer (default: the "
-        "timer alone, every btl_ofi_progress_idle_us), fd (also the provider's CQ wait object, "
-        "so that a request is served as it arrives; slower when ranks outnumber cores) or auto "
-        "(fd, except on providers whose wait object slows every operation: tcp before "
-        "libfabric 1.18)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &progress_wait_param);
     (void) register_int("progress_idle_us",
                         "How often the progress thread looks, and so how long a context goes "
                         "without the application's progress before the thread drives it, in "
@@ -207,12 +196,6 @@ static int check_params(void)
         opal_show_help("help-mpi-btl-ofi.txt", "bad progress thread", true,
                        opal_process_info.nodename, progress_thread_param);
         c->progress_thread = MCA_BTL_OFI_PROGRESS_THREAD_AUTO;
-    }
-    c->progress_wait = mca_btl_ofi_parse_progress_wait(progress_wait_param);
-    if (c->progress_wait < 0) {
-        opal_show_help("help-mpi-btl-ofi.txt", "bad progress wait", true,
-                       opal_process_info.nodename, progress_wait_param);
-        c->progress_wait = MCA_BTL_OFI_PROGRESS_WAIT_TIMER;
     }
 
     progress_mode = mca_btl_ofi_parse_progress_mode(progress_mode_param);

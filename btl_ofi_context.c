@@ -36,17 +36,11 @@
  * deliverer at a time.  It
  * never takes a lock the application holds for long: a context it cannot
  * lock at once is left for the next look.
- *
- * While the application is away, the thread also sleeps on the CQs' wait
- * objects where the provider has them (btl_ofi_progress_wait): a request
- * arriving on a socket wakes it at once instead of at the next tick, and it
- * keeps looking for MCA_BTL_OFI_THREAD_LINGER_US after such a wake-up.
  */
 
 #include "opal_config.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <string.h>
@@ -56,55 +50,8 @@
 
 opal_thread_local int mca_btl_ofi_thread_index = -1;
 
-/** how long the progress thread keeps looking after a wait object woke it */
-#define MCA_BTL_OFI_THREAD_LINGER_US 20
-
 /* ------------------------------------------------------------------ */
 /* Opening and closing                                                 */
-
-/* With a progress thread the CQ gets a wait object: the thread sleeps on it
- * and wakes when the provider has something to do (a socket turned
- * readable: an incoming write or request), not only at the next tick. */
-static bool thread_will_wait(mca_btl_ofi_module_t *module, const char **why)
-{
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-
-    *why = NULL;
-    if (!mca_btl_ofi_progress_thread_wanted(c->progress_thread,
-                                            module->info->domain_attr->data_progress, NULL)) {
-        return false;
-    }
-    return mca_btl_ofi_progress_wait_on_fd(c->progress_wait, module->info->fabric_attr->prov_name,
-                                           fi_version(), why);
-}
-
-static int cq_wait_fd(struct fid_cq *cq)
-{
-    int fd = -1;
-
-    return (0 == fi_control(&cq->fid, FI_GETWAIT, &fd) && fd >= 0) ? fd : -1;
-}
-
-/* A CQ whose wait object gives a file descriptor, or none (-FI_ENOSYS
- * and the like): the caller then opens one without. */
-static int open_cq_with_wait_fd(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
-                                struct fi_cq_attr *attr)
-{
-    int rc;
-
-    attr->wait_obj = FI_WAIT_FD;
-    rc = fi_cq_open(module->domain, attr, &context->cq, context);
-    if (0 != rc) {
-        return rc;
-    }
-    context->wait_fd = cq_wait_fd(context->cq);
-    if (context->wait_fd < 0) {
-        fi_close(&context->cq->fid);
-        context->cq = NULL;
-        return -FI_ENODATA;
-    }
-    return 0;
-}
 
 static int open_cq(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
 {
@@ -113,29 +60,7 @@ static int open_cq(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
         .wait_obj = FI_WAIT_NONE,
         .size = 0,
     };
-    const char *why;
-    int rc;
-
-    context->wait_fd = -1;
-    if (thread_will_wait(module, &why)) {
-        rc = open_cq_with_wait_fd(module, context, &attr);
-        if (0 == rc) {
-            MCA_BTL_OFI_VERBOSE(1,
-                                "%s: the progress thread wakes on the CQ wait object and by "
-                                "timer: %s",
-                                module->device_name, why);
-            return OPAL_SUCCESS;
-        }
-        MCA_BTL_OFI_VERBOSE(1,
-                            "%s: the progress thread wakes by timer only: the CQ has no wait "
-                            "object to sleep on (%s)",
-                            module->device_name, fi_strerror(-rc));
-        attr.wait_obj = FI_WAIT_NONE;
-    } else if (NULL != why) {
-        MCA_BTL_OFI_VERBOSE(1, "%s: the progress thread wakes by timer only: %s",
-                            module->device_name, why);
-    }
-    rc = fi_cq_open(module->domain, &attr, &context->cq, context);
+    int rc = fi_cq_open(module->domain, &attr, &context->cq, context);
     if (0 != rc) {
         mca_btl_ofi_show_fi_error("fi_cq_open", module->device_name, rc);
         return OPAL_ERROR;
@@ -643,16 +568,7 @@ static struct {
     pthread_cond_t wake;  /**< signalled to stop at once */
     bool running;         /**< created and not joined; the application's side */
     bool stop;            /**< guarded by lock */
-    struct pollfd *fds;   /**< every context's CQ wait object, when all have one */
-    int nfds;             /**< entries of fds; 0: the thread wakes by timer only */
 } progress_thread = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-/* How the thread sleeps until its next look. */
-typedef enum {
-    LOOK_AGAIN,   /**< the provider has work pending: no sleep */
-    SLEEP_ON_FDS, /**< until a wait object fires or the period ends */
-    SLEEP_TIMED,  /**< the period, on the timer alone */
-} sleep_kind_t;
 
 /* A context the application did not progress since the last look gets
  * the thread's progress; returns whether it did. */
@@ -683,42 +599,6 @@ static int next_interval_us(int interval, bool stepped_in)
                                                             : base * MCA_BTL_OFI_IDLE_BACKOFF;
 }
 
-/* fi_trywait on every CQ: true when all of them may be slept on, false when
- * a provider still has something to progress. */
-static bool wait_objects_armed(void)
-{
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-
-    for (int m = 0; m < c->module_count; ++m) {
-        mca_btl_ofi_module_t *module = c->modules[m];
-
-        for (int i = 0; i < module->num_contexts; ++i) {
-            struct fid *cq = &module->contexts[i].cq->fid;
-
-            if (FI_SUCCESS != fi_trywait(module->fabric, &cq, 1)) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-/* The wait objects are watched only while the application is away (the
- * thread stepped in): while it progresses, they would wake the thread for
- * work the application does anyway.  A provider that stays busy after a
- * look gets one more look at once, then the timer, so the thread cannot
- * spin on work it may not finish (completions parked for the application). */
-static sleep_kind_t choose_sleep(bool stepped_in, sleep_kind_t last)
-{
-    if (!stepped_in || 0 == progress_thread.nfds) {
-        return SLEEP_TIMED;
-    }
-    if (wait_objects_armed()) {
-        return SLEEP_ON_FDS;
-    }
-    return LOOK_AGAIN == last ? SLEEP_TIMED : LOOK_AGAIN;
-}
-
 static void deadline_after_us(struct timespec *when, int us)
 {
     clock_gettime(CLOCK_MONOTONIC, when);
@@ -729,124 +609,40 @@ static void deadline_after_us(struct timespec *when, int us)
     }
 }
 
-/* Returns false when the thread is asked to stop; *fired tells whether a
- * wait object ended the sleep.  The stop request does not interrupt a
- * sleep on the wait objects, which lasts one period at most. */
-static bool sleep_until_next_look(sleep_kind_t kind, int interval_us, bool *fired)
-{
-    struct timespec when;
-    bool stop;
-
-    *fired = false;
-    if (SLEEP_ON_FDS == kind) {
-        when.tv_sec = interval_us / 1000000;
-        when.tv_nsec = (long) (interval_us % 1000000) * 1000;
-        *fired = ppoll(progress_thread.fds, (nfds_t) progress_thread.nfds, &when, NULL) > 0;
-    }
-    pthread_mutex_lock(&progress_thread.lock);
-    if (SLEEP_TIMED == kind) {
-        deadline_after_us(&when, interval_us);
-        while (
-            !progress_thread.stop
-            && ETIMEDOUT
-                   != pthread_cond_timedwait(&progress_thread.wake, &progress_thread.lock, &when)) {
-        }
-    }
-    stop = progress_thread.stop;
-    pthread_mutex_unlock(&progress_thread.lock);
-    return !stop;
-}
-
-static double now_us(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-/* After a wait object woke the thread, the rest of the exchange (the
- * request's next pieces, the next request of an origin in a loop) comes
- * within microseconds: looking again at once for a little while costs less
- * than one more sleep and wake-up, which a busy core can delay by
- * milliseconds. */
-static void linger_after_wake(void)
-{
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    double until = now_us() + MCA_BTL_OFI_THREAD_LINGER_US;
-
-    while (now_us() < until) {
-        for (int m = 0; m < c->module_count; ++m) {
-            for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
-                if (!look_at(c->modules[m]->contexts + i)) {
-                    return; /* the application is back */
-                }
-            }
-        }
-    }
-}
-
 static void *progress_thread_main(void *arg)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     int interval = c->progress_idle_us;
-    sleep_kind_t kind = SLEEP_TIMED;
-    bool fired;
+    struct timespec when;
 
     (void) arg;
     /* Linux lets a timed wait overrun by 50 us by default, half of a
      * whole idle period: ask for 1 us */
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    while (sleep_until_next_look(kind, interval, &fired)) {
+    pthread_mutex_lock(&progress_thread.lock);
+    while (!progress_thread.stop) {
         bool stepped_in = false;
 
+        deadline_after_us(&when, interval);
+        while (
+            !progress_thread.stop
+            && ETIMEDOUT
+                   != pthread_cond_timedwait(&progress_thread.wake, &progress_thread.lock, &when)) {
+        }
+        if (progress_thread.stop) {
+            break;
+        }
+        pthread_mutex_unlock(&progress_thread.lock);
         for (int m = 0; m < c->module_count; ++m) {
             for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
                 stepped_in |= look_at(c->modules[m]->contexts + i);
             }
         }
-        if (stepped_in && fired) {
-            linger_after_wake();
-        }
         interval = next_interval_us(interval, stepped_in);
-        kind = choose_sleep(stepped_in, kind);
+        pthread_mutex_lock(&progress_thread.lock);
     }
+    pthread_mutex_unlock(&progress_thread.lock);
     return NULL;
-}
-
-static void free_wait_fds(void)
-{
-    free(progress_thread.fds);
-    progress_thread.fds = NULL;
-    progress_thread.nfds = 0;
-}
-
-/* The thread sleeps on the CQs' wait objects only when every context has
- * one: a context without would be looked at only when another fires. */
-static void collect_wait_fds(void)
-{
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    int count = 0;
-
-    progress_thread.nfds = 0;
-    for (int m = 0; m < c->module_count; ++m) {
-        for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
-            if (c->modules[m]->contexts[i].wait_fd < 0) {
-                return;
-            }
-            ++count;
-        }
-    }
-    progress_thread.fds = calloc(count, sizeof(*progress_thread.fds));
-    if (NULL == progress_thread.fds) {
-        return;
-    }
-    for (int m = 0; m < c->module_count; ++m) {
-        for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
-            progress_thread.fds[progress_thread.nfds].fd = c->modules[m]->contexts[i].wait_fd;
-            progress_thread.fds[progress_thread.nfds++].events = POLLIN;
-        }
-    }
 }
 
 int mca_btl_ofi_progress_thread_start(void)
@@ -865,21 +661,15 @@ int mca_btl_ofi_progress_thread_start(void)
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     progress_thread.stop = false;
-    collect_wait_fds();
     rc = pthread_create(&progress_thread.thread, NULL, progress_thread_main, NULL);
     if (0 != rc) {
         pthread_cond_destroy(&progress_thread.wake);
-        free_wait_fds();
         MCA_BTL_OFI_VERBOSE(1, "no progress thread: pthread_create failed: %s", strerror(rc));
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     progress_thread.running = true;
-    MCA_BTL_OFI_VERBOSE(10,
-                        "progress thread started (steps in after %d us without progress; "
-                        "%s)",
-                        mca_btl_ofi_component.progress_idle_us,
-                        progress_thread.nfds > 0 ? "also woken by the CQ wait objects"
-                                                 : "woken by timer only");
+    MCA_BTL_OFI_VERBOSE(10, "progress thread started (steps in after %d us without progress)",
+                        mca_btl_ofi_component.progress_idle_us);
     return OPAL_SUCCESS;
 }
 
@@ -894,7 +684,6 @@ void mca_btl_ofi_progress_thread_stop(void)
     pthread_mutex_unlock(&progress_thread.lock);
     pthread_join(progress_thread.thread, NULL);
     pthread_cond_destroy(&progress_thread.wake);
-    free_wait_fds();
     progress_thread.running = false;
     MCA_BTL_OFI_VERBOSE(10, "progress thread stopped");
 }

@@ -195,27 +195,6 @@ int mca_btl_ofi_parse_progress_thread(const char *name);
  */
 bool mca_btl_ofi_progress_thread_wanted(int setting, int data_progress, const char **why);
 
-/** Values of btl_ofi_progress_wait. */
-enum {
-    MCA_BTL_OFI_PROGRESS_WAIT_TIMER = 0,
-    MCA_BTL_OFI_PROGRESS_WAIT_FD = 1,
-    MCA_BTL_OFI_PROGRESS_WAIT_AUTO = 2,
-};
-
-/** Map "auto", "fd" or "timer" (or nothing: timer) to MCA_BTL_OFI_PROGRESS_WAIT_*; -1 when unknown.
- */
-int mca_btl_ofi_parse_progress_wait(const char *name);
-
-/**
- * Whether the progress thread sleeps on the CQ's wait object (and so wakes
- * when the provider has work) for provider @p prov_name of libfabric
- * version @p fi_ver (FI_VERSION), given the user's @p setting.
- *
- * @param[out] why  static reason, for the verbose output
- */
-bool mca_btl_ofi_progress_wait_on_fd(int setting, const char *prov_name, uint32_t fi_ver,
-                                     const char **why);
-
 /*
  * What each process publishes about itself: the provider it chose and the
  * endpoint name of each of its modules, in one blob (a header, then per

@@ -510,43 +510,6 @@ static void test_progress_thread(void **state)
                                                     FI_PROGRESS_MANUAL, NULL));
 }
 
-static void test_progress_wait(void **state)
-{
-    const char *why = NULL;
-
-    (void) state;
-    assert_int_equal(mca_btl_ofi_parse_progress_wait("auto"), MCA_BTL_OFI_PROGRESS_WAIT_AUTO);
-    assert_int_equal(mca_btl_ofi_parse_progress_wait(NULL), MCA_BTL_OFI_PROGRESS_WAIT_TIMER);
-    assert_int_equal(mca_btl_ofi_parse_progress_wait(""), MCA_BTL_OFI_PROGRESS_WAIT_TIMER);
-    assert_int_equal(mca_btl_ofi_parse_progress_wait("FD"), MCA_BTL_OFI_PROGRESS_WAIT_FD);
-    assert_int_equal(mca_btl_ofi_parse_progress_wait("timer"), MCA_BTL_OFI_PROGRESS_WAIT_TIMER);
-    assert_true(mca_btl_ofi_parse_progress_wait("epoll") < 0);
-
-    /* auto: the wait object, except the tcp provider of libfabric < 1.18,
-     * alone or under a utility provider; not the names that merely start
-     * with tcp, nor tcp from 1.18 on */
-    assert_false(mca_btl_ofi_progress_wait_on_fd(MCA_BTL_OFI_PROGRESS_WAIT_AUTO, "tcp;ofi_rxm",
-                                                 FI_VERSION(1, 17), &why));
-    assert_non_null(strstr(why, "slows"));
-    assert_false(mca_btl_ofi_progress_wait_on_fd(MCA_BTL_OFI_PROGRESS_WAIT_AUTO, "tcp",
-                                                 FI_VERSION(1, 17), NULL));
-    assert_true(mca_btl_ofi_progress_wait_on_fd(MCA_BTL_OFI_PROGRESS_WAIT_AUTO, "tcp;ofi_rxm",
-                                                FI_VERSION(2, 1), &why));
-    assert_non_null(strstr(why, "wakes"));
-    assert_true(mca_btl_ofi_progress_wait_on_fd(MCA_BTL_OFI_PROGRESS_WAIT_AUTO, "net;ofi_rxm",
-                                                FI_VERSION(1, 17), NULL));
-    assert_true(mca_btl_ofi_progress_wait_on_fd(MCA_BTL_OFI_PROGRESS_WAIT_AUTO, "tcpx",
-                                                FI_VERSION(1, 17), NULL));
-    assert_true(mca_btl_ofi_progress_wait_on_fd(MCA_BTL_OFI_PROGRESS_WAIT_AUTO, "shm",
-                                                FI_VERSION(1, 17), NULL));
-    /* fd and timer are obeyed whatever the provider */
-    assert_true(mca_btl_ofi_progress_wait_on_fd(MCA_BTL_OFI_PROGRESS_WAIT_FD, "tcp;ofi_rxm",
-                                                FI_VERSION(1, 17), NULL));
-    assert_false(mca_btl_ofi_progress_wait_on_fd(MCA_BTL_OFI_PROGRESS_WAIT_TIMER, "net",
-                                                 FI_VERSION(1, 17), &why));
-    assert_non_null(strstr(why, "timer"));
-}
-
 /* ---- modex ---- */
 
 static size_t build_blob(unsigned char *buf, const char *prov, int count, const char **names)
@@ -624,7 +587,6 @@ int main(void)
         cmocka_unit_test(test_clamp),
         cmocka_unit_test(test_progress_mode),
         cmocka_unit_test(test_progress_thread),
-        cmocka_unit_test(test_progress_wait),
         cmocka_unit_test(test_modex_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
