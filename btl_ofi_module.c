@@ -173,23 +173,24 @@ static int mca_btl_ofi_deregister_mem(mca_btl_base_module_t *btl,
     return rc;
 }
 
+/* grdma hands out one cache per name: each module gets its own. */
 static int open_rcache(mca_btl_ofi_module_t *module)
 {
-    mca_rcache_base_resources_t resources;
-    char *name = NULL;
+    mca_rcache_base_resources_t resources = {
+        .reg_data = module,
+        .sizeof_reg = sizeof(mca_btl_ofi_reg_t),
+        .register_mem = register_region,
+        .deregister_mem = deregister_region,
+    };
 
     /* also built when user registrations bypass it: our own free lists
      * register through it on FI_MR_LOCAL providers */
-    if (0 > opal_asprintf(&name, "btl-ofi.%d.%s", module->module_index, module->device_name)) {
+    if (0 > opal_asprintf(&resources.cache_name, "btl-ofi.%d.%s", module->module_index,
+                          module->device_name)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    resources.cache_name = name;
-    resources.reg_data = module;
-    resources.sizeof_reg = sizeof(mca_btl_ofi_reg_t);
-    resources.register_mem = register_region;
-    resources.deregister_mem = deregister_region;
     module->rcache = mca_rcache_base_module_create("grdma", module, &resources);
-    free(name);
+    free(resources.cache_name);
     if (NULL == module->rcache) {
         opal_show_help("help-mpi-btl-ofi.txt", "rcache failed", true, opal_process_info.nodename,
                        module->device_name);
