@@ -167,6 +167,9 @@ HEADER_RES = [
 ]
 ROW_RE = re.compile(r"^\s*(\d+)\s+([-+0-9.eE]+|nan|inf)\s*$")
 PVARS_RE = re.compile(r"^# btl_ofi pvars(?: \(sum over ranks\))?: (.*)$")
+# osc_bench's busy_* size whose target stopped computing at its cap before
+# the origin's flag came: no row, the cell says 'capped'
+CAPPED_RE = re.compile(r"^# \S+ (\d+): target capped")
 
 
 def parse_line(launch, line, on_test_start):
@@ -182,7 +185,8 @@ def parse_line(launch, line, on_test_start):
                 # fi_bench has no trailer: the next header closes a test.
                 launch.results[launch.order[-1]]["done"] = True
             launch.order.append(bench)
-            launch.results[bench] = {"rows": {}, "pvars": None, "done": False}
+            launch.results[bench] = {"rows": {}, "pvars": None, "done": False,
+                                     "capped": set()}
             on_test_start(bench)
             return
     if not launch.order:
@@ -194,6 +198,10 @@ def parse_line(launch, line, on_test_start):
             cur["rows"][int(m.group(1))] = float(m.group(2))
         except ValueError:
             pass
+        return
+    m = CAPPED_RE.match(line)
+    if m:
+        cur.setdefault("capped", set()).add(int(m.group(1)))
         return
     m = PVARS_RE.match(line)
     if m:
@@ -707,6 +715,8 @@ class Bench:
             for s in expected:
                 if s in res["rows"]:
                     self.record(impl, t, s, rnd, res["rows"][s], "ok")
+                elif s in res.get("capped", ()):
+                    self.record(impl, t, s, rnd, None, "capped")
                 else:
                     self.record(impl, t, s, rnd, None, status if status != "ok" else "missing")
                     if status == "timeout" and (impl, t) not in self.hang_at:
@@ -811,7 +821,8 @@ class Bench:
                  x["bench"] == bench and x["size"] == size and x["status"] != "ok"]
         if vals:
             return statistics.median(vals), len(vals), None
-        for word in ("refused", "n/a", "provider?", "wrong", "timeout", "failed", "missing"):
+        for word in ("refused", "n/a", "provider?", "capped", "wrong", "timeout", "failed",
+                     "missing"):
             if word in stats:
                 return None, 0, word
         return None, 0, "missing"
@@ -1153,7 +1164,10 @@ class Bench:
                  "ours/x > 1 means ours is faster).  `(k/n)`: only k of n rounds gave a number. "
                  "Words instead of numbers: `refused`, `n/a`, `provider?`, `timeout` (no progress; the "
                  "launch was killed and later rounds skip that size), `failed`, `wrong` "
-                 "(the benchmark's data check failed).  Logs of every launch: `logs/`.")
+                 "(the benchmark's data check failed), `capped` (a busy_* target computed until its "
+                 "5 s cap without seeing the origin's closing flag: the operations were then "
+                 "served, or the flag left unread, by a target back in MPI, so there is no "
+                 "computing-target number).  Logs of every launch: `logs/`.")
         L.append("")
         if np > 2 or self.args.many_to_one:
             L.append("%d ranks, %s.  Latency rows are the mean over the origins (each timing "

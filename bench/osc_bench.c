@@ -13,7 +13,12 @@
  * origins of each other.  The busy_* tests keep the target out of MPI:
  * it computes until the origin, done, puts a flag into its window, and the
  * value is the 99th percentile of the origin's operation latencies (a
- * '#' line gives the median and the slowest).  Every result is checked
+ * '#' line gives the median and the slowest); a target that reached its
+ * cap before the flag came gives a "target capped" line and no row, as
+ * its origin's operations were then served by a target in MPI (a
+ * transport whose operations need the target's progress and has none,
+ * or an origin that counts an operation done before the target has
+ * it).  Every result is checked
  * (data patterns, atomic counters and fetched values): a fast but wrong
  * transport must not pass.
  *
@@ -83,6 +88,8 @@ static const struct test_desc tests[] = {
  * computes at most when the flag never comes. */
 #define BUSY_MAX_OPS  2000
 #define BUSY_MAX_SECS 5.0
+/* measure_busy's answer when a target never saw the flag */
+#define BUSY_TARGET_CAPPED (-2.0)
 #define NUM_TESTS     (sizeof(tests) / sizeof(tests[0]))
 
 static const char *const flavour_names[] = { "create", "allocate", "dynamic" };
@@ -636,17 +643,22 @@ static size_t busy_flag_offset(size_t win_len)
 }
 
 /* The target: local loads of its own window memory and arithmetic, no MPI
- * call, until the flag arrives. */
-static void busy_compute(struct osc_state *st, size_t flag_off)
+ * call, until the flag arrives.  Returns whether it did: a target that
+ * stopped at its cap entered MPI with the origin's operations still
+ * pending, so they were served by a target in MPI, not a computing one. */
+static bool busy_compute(struct osc_state *st, size_t flag_off)
 {
     volatile int64_t *flag = (volatile int64_t *) (st->win_buf + flag_off);
     volatile double x = 1.0;
     double end = MPI_Wtime() + BUSY_MAX_SECS;
 
-    while (0 == *flag && MPI_Wtime() < end) {
+    while (0 == *flag) {
+        if (MPI_Wtime() >= end)
+            return false;
         for (int i = 0; i < 1000; i++)
             x = x * 1.0000001 + 1e-9;
     }
+    return true;
 }
 
 /* The origin: every operation timed on its own; returns the 99th
@@ -687,10 +699,14 @@ static double busy_origin(struct osc_state *st, size_t size, const struct bench_
     return p99;
 }
 
+/* Returns the origin's 99th percentile, -1 on every rank when the data
+ * was wrong, or BUSY_TARGET_CAPPED on every rank when a target stopped
+ * computing at its cap: the number would then time a target in MPI. */
 static double measure_busy(struct osc_state *st, size_t size, const struct bench_plan *plan,
                            size_t flag_off)
 {
     double value = 0;
+    int capped = 0, any_capped = 0;
 
     if (is_target(st)) {
         lock_self(st);
@@ -701,9 +717,12 @@ static double measure_busy(struct osc_state *st, size_t size, const struct bench
     if (is_origin(st))
         value = busy_origin(st, size, plan, flag_off);
     else
-        busy_compute(st, flag_off);
+        capped = !busy_compute(st, flag_off);
     MPI_Barrier(MPI_COMM_WORLD);
-    return validate_size(st, size) ? -1 : value;
+    if (validate_size(st, size))
+        return -1;
+    MPI_Allreduce(&capped, &any_capped, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return any_capped ? BUSY_TARGET_CAPPED : value;
 }
 
 /* Many-to-one: room for every value an origin may fetch at this size,
@@ -820,6 +839,14 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
         struct bench_summary sum;
 
         value = measure_size(st, size);
+        if (value == BUSY_TARGET_CAPPED) {
+            /* no row: the driver reads this line and shows 'capped' */
+            if (st->rank == 0)
+                printf("# %s %zu: target capped: it computed %.0f s and stopped before the "
+                       "origin's flag arrived\n",
+                       t->name, size, BUSY_MAX_SECS);
+            continue;
+        }
         if (value < 0) {
             if (st->rank == 0)
                 fprintf(stderr, "osc_bench: %s: wrong data at %zu bytes, stopping\n", t->name,

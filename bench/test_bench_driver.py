@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks of bench/bench_driver.py's parsing that need no MPI job: the
 upstream check (did upstream's btl/ofi carry every window, from osc/rdma's
-lines at osc_base_verbose 40) and the reading of osc_bench's output with
-more than two ranks.  Run by contrib/check's bench lane; exit 0 when all
+lines at osc_base_verbose 40), the reading of osc_bench's output with
+more than two ranks, and a busy_* target that stopped at its cap (no
+number).  Run by contrib/check's bench lane; exit 0 when all
 hold.
 
     python3 bench/test_bench_driver.py
@@ -98,8 +99,31 @@ def check_rows():
     return 0
 
 
+BUSY_CAPPED = """\
+# osc_bench busy_put_lat: MPI_Put + MPI_Win_flush latency, target computing outside MPI
+# window=create sync=lock_all ranks=2
+# Size            Latency (us)
+# busy_put_lat 8: 2000 ops, median 1.100 us, 99th percentile 1.400 us, slowest 9.000 us
+# busy_put_lat 8: target capped: it computed 5 s and stopped before the origin's flag arrived
+# btl_ofi pvars: absent
+"""
+
+
+def check_capped():
+    """A busy row whose target never saw the flag gives no number."""
+    launch = driver.Launch("mpich", "osc_bench", ["busy_put_lat"], [8], [], "/nonexistent")
+    for line in BUSY_CAPPED.splitlines():
+        driver.parse_line(launch, line, lambda bench: None)
+    res = launch.results.get("busy_put_lat")
+    if not res or res["rows"] or res.get("capped") != {8} or not res["done"]:
+        print("FAIL  capped busy target: %s" % res)
+        return 1
+    print("ok    capped busy target: no row, capped %s" % sorted(res["capped"]))
+    return 0
+
+
 def main():
-    bad = check_refusals() + check_rows()
+    bad = check_refusals() + check_rows() + check_capped()
     print("%s: %d failure(s)" % (os.path.basename(sys.argv[0]), bad))
     return 1 if bad else 0
 
