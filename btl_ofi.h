@@ -27,13 +27,16 @@
  *   btl_ofi_atomics.c    atomics: probing, posting, and those the target
  *                        applies for providers without fi_atomic
  *   btl_ofi_frag.c       two-sided fragments and the active-message path
+ *   btl_ofi_wake.c       the socket on which origins wake a target's progress
+ *                        thread
  *   btl_ofi_validate.c   decisions that need no Open MPI (unit-tested alone)
  *
  * Calls go one way: component -> module -> {endpoint, context, rdma,
  * atomics, frag}; atomics -> {rdma, frag}; {rdma, frag} -> context;
- * frag -> endpoint.  Progress reaches the owners of a completion only
- * through the callback the completion carries (mca_btl_ofi_ctx_hdr_t),
- * the context's work hook, and the message-kind table.
+ * {frag, context} -> endpoint; {component, context, endpoint, rdma} -> wake.
+ * Progress reaches the owners of a completion only through the callback
+ * the completion carries (mca_btl_ofi_ctx_hdr_t), the context's work
+ * hook, and the message-kind table.
  *
  * Locking: a context's lock serialises reading its CQ, its parked
  * completions and the two lists of frag.c; posting to libfabric takes no
@@ -49,9 +52,11 @@
 #include "opal_config.h"
 
 #include <assert.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -106,6 +111,8 @@ typedef enum {
     MCA_BTL_OFI_CNT_ERROR,
     MCA_BTL_OFI_CNT_MR_REG,
     MCA_BTL_OFI_CNT_MR_DEREG,
+    MCA_BTL_OFI_CNT_WAKE_SENT,
+    MCA_BTL_OFI_CNT_WAKE_RECV,
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -155,6 +162,12 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_ofi_module_t *module; /**< owning module */
     opal_atomic_int64_t outstanding;     /**< RMA operations in flight to this peer (atomic) */
     bool reachable;                      /**< false when no address could be made */
+    bool wakeable;                       /**< its progress thread takes wake-ups at wake_to */
+    struct sockaddr_in wake_to;          /**< btl_ofi_wake.c's address of that thread */
+    /** until when (ns) each operation posted to it wakes its thread at
+     * once, because a recent one had to; 0: none.  Application threads
+     * only; a lost update costs one wake-up more or less */
+    int64_t wake_early_until;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -267,6 +280,13 @@ typedef struct mca_btl_ofi_event_t {
 #define MCA_BTL_OFI_FAILED_MAX       8   /**< operations one work-hook call may fail */
 /** The progress thread's looks are at most this many idle periods apart. */
 #define MCA_BTL_OFI_IDLE_BACKOFF 16
+/** Microseconds between the progress thread's looks after a peer woke it. */
+#define MCA_BTL_OFI_CLOSE_LOOK_US 2
+/** The scheduler slice the progress thread asks for (ns; Linux >= 6.12). */
+#define MCA_BTL_OFI_THREAD_SLICE_NS (100 * 1000)
+/** After a wait on a peer needed a wake-up, how long (ns) each operation
+ * posted to that peer wakes it at once. */
+#define MCA_BTL_OFI_WAKE_EARLY_NS (10 * 1000 * 1000)
 
 /**
  * Work a context's owner wants done under the context lock before its CQ
@@ -376,6 +396,10 @@ typedef struct mca_btl_ofi_module_t {
     char *device_name;             /**< the domain's name, for messages */
     void *ep_name;                 /**< our endpoint's address, published by the modex */
     size_t ep_name_len;            /**< bytes of ep_name */
+    /** since when progress has found nothing while operations were
+     * outstanding (btl_ofi_wake.c); application threads only, and a lost
+     * update merely moves a wake-up */
+    mca_btl_ofi_stall_watch_t stall;
 } mca_btl_ofi_module_t;
 
 /** The component.  Parameters are set at registration and checked at init. */
@@ -396,6 +420,8 @@ typedef struct mca_btl_ofi_component_t {
     int output;                           /**< our verbose stream (common/ofi's) */
     int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
     int progress_idle_us;                 /**< app idle time after which the thread steps in */
+    int progress_wake_us;   /**< wait without completions before waking the target's thread */
+    int progress_linger_us; /**< how long a woken thread keeps looking closely */
     /** our locks and atomics are real: Open MPI runs threads or we run
      * our progress thread; set at init */
     bool threaded;
@@ -522,6 +548,33 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
                           mca_btl_base_endpoint_t **peers);
 /** The endpoint of a peer of our job by rank, or NULL. */
 mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *module, uint32_t vpid);
+/** Wake the progress thread of every peer this module's operations wait
+ * on at @p now (ns); returns how many were woken. */
+int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int64_t now);
+
+/* ------------------------------------------------------------------ */
+/* btl_ofi_wake.c: wake-ups of the progress thread                     */
+
+/** Open the process's wake-up socket (component init, when wanted). */
+int mca_btl_ofi_wake_open(void);
+void mca_btl_ofi_wake_close(void);
+/** The socket the progress thread waits on, or -1. */
+int mca_btl_ofi_wake_fd(void);
+/** Whether a progress thread reads the socket (thread start and stop). */
+void mca_btl_ofi_wake_listen(bool on);
+/** The port peers wake us at, 0 when we take none. */
+uint16_t mca_btl_ofi_wake_port(void);
+/** The IPv4 address (network order) other nodes reach us at, 0 if none. */
+uint32_t mca_btl_ofi_wake_ip4(const mca_btl_ofi_module_t *module);
+/** Where the peer's wake-ups go, from what it published. */
+void mca_btl_ofi_wake_peer_init(mca_btl_ofi_endpoint_t *endpoint, uint32_t ip4, uint16_t port,
+                                bool same_node);
+/** One wake-up to the peer's thread; returns whether it was sent. */
+bool mca_btl_ofi_wake_peer(const mca_btl_ofi_endpoint_t *endpoint);
+/** After posting to a peer that needed a wake-up lately: wake it now. */
+void mca_btl_ofi_wake_early(mca_btl_ofi_endpoint_t *endpoint);
+/** Read every wake-up queued for our thread; returns how many. */
+int mca_btl_ofi_wake_drain(void);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_context.c: contexts, CQs, progress                          */
@@ -696,6 +749,16 @@ static inline void mca_btl_ofi_app_count(mca_btl_ofi_module_t *module, mca_btl_o
 {
     (void) mca_btl_ofi_add_to((opal_atomic_int64_t *) &module->counters[which], (int64_t) value,
                               mca_btl_ofi_app_threaded());
+}
+
+/** The monotonic clock in ns, for the wake-up paths (never per operation
+ * unless a peer needed a wake-up). */
+static inline int64_t mca_btl_ofi_now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t) t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 static inline int mca_btl_ofi_check_endpoint(const mca_btl_ofi_endpoint_t *endpoint)

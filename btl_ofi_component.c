@@ -89,6 +89,18 @@ static int mca_btl_ofi_component_register(void)
                         "without the application's progress before the thread drives it, in "
                         "microseconds (10..1000000)",
                         &c->progress_idle_us, 100);
+    (void) register_int("progress_wake_us",
+                        "How long an origin's one-sided operations go without any completion "
+                        "before it wakes their targets' progress threads (a datagram to each), "
+                        "so that a target computing outside MPI serves them at once, in "
+                        "microseconds; 0: never, the threads keep to btl_ofi_progress_idle_us "
+                        "(0..1000000)",
+                        &c->progress_wake_us, 30);
+    (void) register_int("progress_linger_us",
+                        "How long a progress thread that a peer woke keeps looking every few "
+                        "microseconds while its application stays away from MPI, in "
+                        "microseconds (0..1000000)",
+                        &c->progress_linger_us, 1000);
     (void) register_int("num_contexts_per_module",
                         "Communication contexts (TX/RX pairs) per module; more than 1 needs a "
                         "scalable endpoint and is clamped to what the domain offers (1..64)",
@@ -191,6 +203,8 @@ static int check_params(void)
     check_int_param("btl_ofi_mr_cache_max", &c->mr_cache_max, 0, 1000000);
 
     check_int_param("btl_ofi_progress_idle_us", &c->progress_idle_us, 10, 1000000);
+    check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
+    check_int_param("btl_ofi_progress_linger_us", &c->progress_linger_us, 0, 1000000);
     c->progress_thread = mca_btl_ofi_parse_progress_thread(progress_thread_param);
     if (c->progress_thread < 0) {
         opal_show_help("help-mpi-btl-ofi.txt", "bad progress thread", true,
@@ -269,6 +283,7 @@ static int mca_btl_ofi_component_open(void)
 static int mca_btl_ofi_component_close(void)
 {
     mca_btl_ofi_progress_thread_stop();
+    mca_btl_ofi_wake_close();
     free(mca_btl_ofi_component.provider_name);
     mca_btl_ofi_component.provider_name = NULL;
     /* Closing the modules joined every provider thread already: nothing to
@@ -289,6 +304,25 @@ static bool var_set_by_user(const char *framework, const char *component, const 
         return false;
     }
     return MCA_BASE_VAR_SOURCE_DEFAULT != source;
+}
+
+/* ob1's eager limits follow the provider unless the user set them. */
+static void choose_eager_limits(const char *provider)
+{
+    mca_btl_base_module_t *m = &mca_btl_ofi_module_template.super;
+    size_t limit = mca_btl_ofi_default_eager_limit(provider, m->btl_max_send_size);
+
+    if (!var_set_by_user("btl", "ofi", "eager_limit")) {
+        m->btl_eager_limit = limit;
+    }
+    if (!var_set_by_user("btl", "ofi", "rndv_eager_limit")) {
+        m->btl_rndv_eager_limit = limit;
+    }
+    if (m->btl_rndv_eager_limit > m->btl_eager_limit) {
+        m->btl_rndv_eager_limit = m->btl_eager_limit;
+    }
+    MCA_BTL_OFI_VERBOSE(10, "eager limit %zu, rendezvous eager limit %zu", m->btl_eager_limit,
+                        m->btl_rndv_eager_limit);
 }
 
 /** Did the user name this component in --mca btl explicitly? */
@@ -647,6 +681,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     }
     c->provider_name = strdup(prov);
     c->two_sided = 0 != (caps & FI_MSG);
+    choose_eager_limits(c->provider_name);
 
     progress_list = requery_with_progress(c->provider_name, caps, threads);
     count = 0;
@@ -663,10 +698,14 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         report_no_provider(&filter);
         goto out;
     }
+    if (c->progress_wake_us > 0) {
+        (void) mca_btl_ofi_wake_open(); /* without it, threads keep to their timer */
+    }
+    /* before the modex: it publishes where the thread takes wake-ups */
+    start_progress_thread();
     if (OPAL_SUCCESS != mca_btl_ofi_modex_send()) {
         goto out;
     }
-    start_progress_thread();
 
     result = calloc(c->module_count, sizeof(*result));
     if (NULL == result) {
@@ -682,6 +721,7 @@ out:
         while (c->module_count > 0) {
             mca_btl_ofi_module_finalize(&c->modules[0]->super);
         }
+        mca_btl_ofi_wake_close();
     }
     if (NULL != progress_list) {
         fi_freeinfo(progress_list);
@@ -714,6 +754,11 @@ static const struct {
     [MCA_BTL_OFI_CNT_MR_REG] = { "mr_count", "Memory regions registered with the provider" },
     [MCA_BTL_OFI_CNT_MR_DEREG] = { "mr_release_count",
                                    "Memory regions released (mr_count minus this: held now)" },
+    [MCA_BTL_OFI_CNT_WAKE_SENT] = { "wake_sent_count",
+                                    "Wake-ups sent to peers' progress threads by origins whose "
+                                    "operations waited (btl_ofi_progress_wake_us)" },
+    [MCA_BTL_OFI_CNT_WAKE_RECV] = { "wake_recv_count",
+                                    "Wake-ups our progress thread received from waiting origins" },
 };
 
 static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)

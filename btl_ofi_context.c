@@ -41,10 +41,15 @@
 #include "opal_config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
-#include <sys/prctl.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+#include <sched.h>
 
 #include "btl_ofi.h"
 
@@ -536,6 +541,36 @@ void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
     mca_btl_ofi_unlock(&context->lock);
 }
 
+static bool module_has_outstanding(const mca_btl_ofi_module_t *module)
+{
+    for (int i = 0; i < module->num_contexts; ++i) {
+        if (module->contexts[i].outstanding > 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Progress found nothing: if one-sided operations have waited a while
+ * without any completion, their targets may be computing outside MPI, so
+ * wake their progress threads (btl_ofi_wake.c).  The clock is read only
+ * here, while the caller waits anyway. */
+static void watch_for_stall(mca_btl_ofi_module_t *module)
+{
+    int64_t after = (int64_t) mca_btl_ofi_component.progress_wake_us * 1000, now;
+
+    if (after <= 0 || !module_has_outstanding(module)) {
+        if (0 != module->stall.since) {
+            module->stall.since = 0;
+        }
+        return;
+    }
+    now = mca_btl_ofi_now_ns();
+    if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {
+        (void) mca_btl_ofi_endpoints_wake_waited(module, now);
+    }
+}
+
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
 {
     int events = 0;
@@ -545,6 +580,11 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
         /* only a change matters: an increment lost to a race is harmless */
         context->app_progress = context->app_progress + 1;
         events += mca_btl_ofi_context_progress(context);
+    }
+    if (OPAL_UNLIKELY(0 == events)) {
+        watch_for_stall(module);
+    } else if (OPAL_UNLIKELY(0 != module->stall.since)) {
+        module->stall.since = 0;
     }
     return events;
 }
@@ -564,11 +604,9 @@ int mca_btl_ofi_progress(void)
 
 static struct {
     pthread_t thread;
-    pthread_mutex_t lock; /**< guards stop, for the condition */
-    pthread_cond_t wake;  /**< signalled to stop at once */
-    bool running;         /**< created and not joined; the application's side */
-    bool stop;            /**< guarded by lock */
-} progress_thread = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    int stop_fd;  /**< eventfd: readable once the thread must end */
+    bool running; /**< created and not joined; the application's side */
+} progress_thread = { .stop_fd = -1 };
 
 /* A context the application did not progress since the last look gets
  * the thread's progress; returns whether it did. */
@@ -599,75 +637,124 @@ static int next_interval_us(int interval, bool stepped_in)
                                                             : base * MCA_BTL_OFI_IDLE_BACKOFF;
 }
 
-static void deadline_after_us(struct timespec *when, int us)
+static bool look_at_all(void)
 {
-    clock_gettime(CLOCK_MONOTONIC, when);
-    when->tv_nsec += (long) us * 1000;
-    while (when->tv_nsec >= 1000000000L) {
-        when->tv_nsec -= 1000000000L;
-        ++when->tv_sec;
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    bool stepped_in = false;
+
+    for (int m = 0; m < c->module_count; ++m) {
+        for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
+            stepped_in |= look_at(c->modules[m]->contexts + i);
+        }
     }
+    return stepped_in;
 }
 
+/* Sleeps until the next look is due, a peer wakes us, or we must stop;
+ * returns false for the last. */
+static bool wait_for_look(struct pollfd *fds, int timeout_us, int *wakeups)
+{
+    struct timespec timeout = { .tv_sec = timeout_us / 1000000,
+                                .tv_nsec = (long) (timeout_us % 1000000) * 1000 };
+
+    *wakeups = 0;
+    if (ppoll(fds, 2, &timeout, NULL) <= 0) {
+        return true; /* the timer, or a signal: look either way */
+    }
+    if (fds[0].revents & POLLIN) {
+        return false;
+    }
+    if (fds[1].revents & POLLIN) {
+        *wakeups = mca_btl_ofi_wake_drain();
+    }
+    return true;
+}
+
+/* Woken, the thread runs for microseconds, on the core of a rank that may
+ * be computing.  With EEVDF (Linux 6.12 and later) a thread that asks for
+ * a short slice gets an early deadline and so preempts that computation
+ * when it wakes, instead of waiting out its 3 ms slice; older kernels
+ * ignore the request. */
+static void ask_for_short_slice(void)
+{
+#if defined(SYS_sched_setattr)
+    /* the kernel's struct sched_attr, first version (glibc has no wrapper,
+     * and linux/sched/types.h clashes with sched.h) */
+    struct {
+        uint32_t size, sched_policy;
+        uint64_t sched_flags;
+        int32_t sched_nice;
+        uint32_t sched_priority;
+        uint64_t sched_runtime, sched_deadline, sched_period;
+    } attr = {
+        .size = sizeof(attr),
+        .sched_policy = SCHED_OTHER,
+        .sched_runtime = MCA_BTL_OFI_THREAD_SLICE_NS,
+    };
+
+    if (0 != syscall(SYS_sched_setattr, 0, &attr, 0)) {
+        MCA_BTL_OFI_VERBOSE(10, "progress thread: no short scheduler slice: %s", strerror(errno));
+    }
+#endif
+}
+
+/* The thread sleeps btl_ofi_progress_idle_us (more while the application
+ * progresses by itself) between looks.  A peer's wake-up means an origin
+ * waits on us: then it looks at once and every MCA_BTL_OFI_CLOSE_LOOK_US
+ * for btl_ofi_progress_linger_us, because the origin's next operation
+ * follows its last within microseconds and it would otherwise wait for a
+ * wake-up of its own each time.  Looking closely stops as soon as the
+ * application progresses again. */
 static void *progress_thread_main(void *arg)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    int interval = c->progress_idle_us;
-    struct timespec when;
+    struct pollfd fds[2] = { { .fd = progress_thread.stop_fd, .events = POLLIN },
+                             { .fd = mca_btl_ofi_wake_fd(), .events = POLLIN } };
+    int interval = c->progress_idle_us, wakeups;
+    int64_t close_until = 0, linger = (int64_t) c->progress_linger_us * 1000;
+    bool close_looks = false;
 
     (void) arg;
     /* Linux lets a timed wait overrun by 50 us by default, half of a
      * whole idle period: ask for 1 us */
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    pthread_mutex_lock(&progress_thread.lock);
-    while (!progress_thread.stop) {
-        bool stepped_in = false;
+    ask_for_short_slice();
+    while (wait_for_look(fds, close_looks ? MCA_BTL_OFI_CLOSE_LOOK_US : interval, &wakeups)) {
+        bool stepped_in = look_at_all();
 
-        deadline_after_us(&when, interval);
-        while (
-            !progress_thread.stop
-            && ETIMEDOUT
-                   != pthread_cond_timedwait(&progress_thread.wake, &progress_thread.lock, &when)) {
+        if (wakeups > 0) {
+            mca_btl_ofi_count(c->modules[0], MCA_BTL_OFI_CNT_WAKE_RECV, (uint64_t) wakeups);
+            close_until = mca_btl_ofi_now_ns() + linger;
+        } else if (!stepped_in) {
+            close_until = 0;
         }
-        if (progress_thread.stop) {
-            break;
-        }
-        pthread_mutex_unlock(&progress_thread.lock);
-        for (int m = 0; m < c->module_count; ++m) {
-            for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
-                stepped_in |= look_at(c->modules[m]->contexts + i);
-            }
-        }
+        close_looks = 0 != close_until && mca_btl_ofi_now_ns() < close_until;
         interval = next_interval_us(interval, stepped_in);
-        pthread_mutex_lock(&progress_thread.lock);
     }
-    pthread_mutex_unlock(&progress_thread.lock);
     return NULL;
 }
 
 int mca_btl_ofi_progress_thread_start(void)
 {
-    pthread_condattr_t attr;
     int rc;
 
     if (progress_thread.running) {
         return OPAL_SUCCESS;
     }
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(&progress_thread.wake, &attr);
-    pthread_condattr_destroy(&attr);
-    if (0 != rc) {
+    progress_thread.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (progress_thread.stop_fd < 0) {
+        MCA_BTL_OFI_VERBOSE(1, "no progress thread: eventfd failed: %s", strerror(errno));
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    progress_thread.stop = false;
     rc = pthread_create(&progress_thread.thread, NULL, progress_thread_main, NULL);
     if (0 != rc) {
-        pthread_cond_destroy(&progress_thread.wake);
+        close(progress_thread.stop_fd);
+        progress_thread.stop_fd = -1;
         MCA_BTL_OFI_VERBOSE(1, "no progress thread: pthread_create failed: %s", strerror(rc));
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     progress_thread.running = true;
+    mca_btl_ofi_wake_listen(true);
     MCA_BTL_OFI_VERBOSE(10, "progress thread started (steps in after %d us without progress)",
                         mca_btl_ofi_component.progress_idle_us);
     return OPAL_SUCCESS;
@@ -675,15 +762,17 @@ int mca_btl_ofi_progress_thread_start(void)
 
 void mca_btl_ofi_progress_thread_stop(void)
 {
+    uint64_t one = 1;
+
     if (!progress_thread.running) {
         return;
     }
-    pthread_mutex_lock(&progress_thread.lock);
-    progress_thread.stop = true;
-    pthread_cond_signal(&progress_thread.wake);
-    pthread_mutex_unlock(&progress_thread.lock);
+    while (write(progress_thread.stop_fd, &one, sizeof(one)) < 0 && EINTR == errno) {
+    }
     pthread_join(progress_thread.thread, NULL);
-    pthread_cond_destroy(&progress_thread.wake);
+    close(progress_thread.stop_fd);
+    progress_thread.stop_fd = -1;
+    mca_btl_ofi_wake_listen(false);
     progress_thread.running = false;
     MCA_BTL_OFI_VERBOSE(10, "progress thread stopped");
 }

@@ -26,6 +26,8 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->module = NULL;
     ep->outstanding = 0;
     ep->reachable = false;
+    ep->wakeable = false;
+    ep->wake_early_until = 0;
 }
 OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, NULL);
 
@@ -101,6 +103,8 @@ int mca_btl_ofi_modex_send(void)
     hdr->magic = MCA_BTL_OFI_MODEX_MAGIC;
     hdr->module_count = (uint32_t) c->module_count;
     strncpy(hdr->provider, c->provider_name, sizeof(hdr->provider) - 1);
+    hdr->wake_port = mca_btl_ofi_wake_port();
+    hdr->wake_ip4 = 0 != hdr->wake_port ? mca_btl_ofi_wake_ip4(c->modules[0]) : 0;
     p = (unsigned char *) (hdr + 1);
     for (int i = 0; i < c->module_count; ++i) {
         uint32_t n = (uint32_t) c->modules[i]->ep_name_len;
@@ -154,6 +158,16 @@ static void show_unreachable(mca_btl_ofi_module_t *module, opal_proc_t *proc, co
                    OPAL_NAME_PRINT(proc->proc_name), module->device_name, why);
 }
 
+/* Where the peer's progress thread takes wake-ups, from the blob's header
+ * (modex_parse checked its size). */
+static void read_wake_address(mca_btl_ofi_endpoint_t *endpoint, const void *blob)
+{
+    const mca_btl_ofi_modex_hdr_t *hdr = blob;
+
+    mca_btl_ofi_wake_peer_init(endpoint, hdr->wake_ip4, hdr->wake_port,
+                               OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags));
+}
+
 static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opal_proc_t *proc)
 {
     mca_btl_ofi_endpoint_t *endpoint = NULL;
@@ -193,6 +207,7 @@ static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opa
     endpoint->addr = addr;
     endpoint->module = module;
     endpoint->reachable = true;
+    read_wake_address(endpoint, blob);
 
 out:
     free(blob);
@@ -265,4 +280,28 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *modu
     (void) opal_hash_table_get_value_uint64(&module->peers, name_key(name), (void **) &endpoint);
     mca_btl_ofi_unlock(&module->lock);
     return endpoint;
+}
+
+int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int64_t now)
+{
+    mca_btl_ofi_endpoint_t *endpoint;
+    int woken = 0;
+
+    /* from progress: an application thread may hold the lock around a
+     * call that progresses (add_procs does not, but nothing forbids it),
+     * so a busy lock skips this round rather than deadlock */
+    if (mca_btl_ofi_threaded() && 0 != opal_mutex_trylock(&module->lock)) {
+        return 0;
+    }
+    OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        if (endpoint->outstanding > 0 && mca_btl_ofi_wake_peer(endpoint)) {
+            endpoint->wake_early_until = now + MCA_BTL_OFI_WAKE_EARLY_NS;
+            ++woken;
+        }
+    }
+    mca_btl_ofi_unlock(&module->lock);
+    if (woken > 0) {
+        mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_WAKE_SENT, (uint64_t) woken);
+    }
+    return woken;
 }

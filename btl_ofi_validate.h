@@ -195,6 +195,16 @@ int mca_btl_ofi_parse_progress_thread(const char *name);
  */
 bool mca_btl_ofi_progress_thread_wanted(int setting, int data_progress, const char **why);
 
+/**
+ * The largest message ob1 sends eagerly (btl_eager_limit, and its first
+ * rendezvous fragment) when the user set none, for @p provider: our whole
+ * receive buffer (@p max_send_size) where a message of that size is one
+ * transfer of the provider's, 16 KiB where the provider switches to a
+ * rendezvous of its own above that (ofi_rxm's buffers) or is not known
+ * to gain from more.
+ */
+size_t mca_btl_ofi_default_eager_limit(const char *provider, size_t max_send_size);
+
 /*
  * What each process publishes about itself: the provider it chose and the
  * endpoint name of each of its modules, in one blob (a header, then per
@@ -203,12 +213,15 @@ bool mca_btl_ofi_progress_thread_wanted(int setting, int data_progress, const ch
  * past the end.
  */
 #define MCA_BTL_OFI_MODEX_PROV_LEN 64
-#define MCA_BTL_OFI_MODEX_MAGIC    0x4f464931u /**< "OFI1": first word of the blob */
+#define MCA_BTL_OFI_MODEX_MAGIC    0x4f464932u /**< "OFI2": first word of the blob */
 
 typedef struct mca_btl_ofi_modex_hdr_t {
     uint32_t magic;                            /**< MCA_BTL_OFI_MODEX_MAGIC */
     uint32_t module_count;                     /**< names that follow */
     char provider[MCA_BTL_OFI_MODEX_PROV_LEN]; /**< the sender's provider, NUL-terminated */
+    uint32_t wake_ip4;  /**< IPv4 (network order) other nodes wake our thread at, or 0 */
+    uint16_t wake_port; /**< UDP port (host order) of that wake-up, 0 without a thread */
+    uint16_t reserved;  /**< zero */
 } mca_btl_ofi_modex_hdr_t;
 
 /**
@@ -223,5 +236,43 @@ typedef struct mca_btl_ofi_modex_hdr_t {
  */
 int mca_btl_ofi_modex_parse(const void *blob, size_t size, const char *provider, int index,
                             const void **name, size_t *len, const char **why);
+
+/*
+ * Wake-ups of a peer's progress thread (btl_ofi_wake.c).  An origin whose
+ * one-sided operations have seen no completion for a while sends the
+ * target's thread a datagram, so that a target computing outside MPI is
+ * served now rather than at its thread's next timed look.
+ */
+
+/** Where a peer's wake-ups go, from what it published. */
+typedef enum {
+    MCA_BTL_OFI_WAKE_NONE = 0, /**< no thread there, or no address we can reach */
+    MCA_BTL_OFI_WAKE_LOOPBACK, /**< same node: 127.0.0.1 and its port */
+    MCA_BTL_OFI_WAKE_REMOTE,   /**< another node: its provider's IPv4 address and its port */
+} mca_btl_ofi_wake_route_t;
+
+mca_btl_ofi_wake_route_t mca_btl_ofi_wake_route(uint32_t ip4, uint16_t port, bool same_node);
+
+/** Wake-ups repeat at most this many times btl_ofi_progress_wake_us apart. */
+#define MCA_BTL_OFI_WAKE_BACKOFF 32
+
+/** The origin's watch over a wait without completions (all in ns). */
+typedef struct mca_btl_ofi_stall_watch_t {
+    int64_t since; /**< start of the wait, or of the gap after the last wake-up; 0: none */
+    int64_t gap;   /**< how long until the next wake-up is due */
+} mca_btl_ofi_stall_watch_t;
+
+/**
+ * The origin's side: called when a progress call completed nothing
+ * (and with @p outstanding false, or a zeroed watch, once something
+ * completed).  Returns true when the peers should be woken now:
+ * operations are outstanding and nothing completed for @p after_ns.
+ * While the same wait goes on, each further wake-up comes twice as long
+ * after the one before (up to MCA_BTL_OFI_WAKE_BACKOFF times @p after_ns):
+ * a target that is in MPI and merely slow, or a long transfer, should
+ * not be woken over and over.
+ */
+bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t after_ns,
+                          bool outstanding);
 
 #endif /* MCA_BTL_OFI_VALIDATE_H */

@@ -21,9 +21,10 @@ const char *const btl_ofi_pvars_standard[BTL_OFI_PVARS_NUM_STANDARD] = {
 
 /* The counters btl_ofi_component.c registers (each also as nic_<name>). */
 static const char *const pvar_base_names[] = {
-    "put_count",   "put_bytes",   "get_count",  "get_bytes",        "atomic_count",
-    "send_count",  "send_bytes",  "recv_count", "recv_bytes",       "flush_count",
-    "retry_count", "error_count", "mr_count",   "mr_release_count",
+    "put_count",    "put_bytes",        "get_count",       "get_bytes",
+    "atomic_count", "send_count",       "send_bytes",      "recv_count",
+    "recv_bytes",   "flush_count",      "retry_count",     "error_count",
+    "mr_count",     "mr_release_count", "wake_sent_count", "wake_recv_count",
 };
 #define NUM_BASE  ((int) (sizeof(pvar_base_names) / sizeof(pvar_base_names[0])))
 #define NUM_PVARS (2 * NUM_BASE) /* the global ones, then the nic_ ones */
@@ -157,11 +158,12 @@ void btl_ofi_pvars_print(FILE *out, int rank)
 {
     fprintf(out,
             "PVARS rank=%d put=%ld get=%ld atomic=%ld send=%ld recv=%ld flush=%ld retry=%ld "
-            "error=%ld mr_held=%ld\n",
+            "error=%ld mr_held=%ld wake_sent=%ld wake_recv=%ld\n",
             rank, btl_ofi_pvars_get("put_count"), btl_ofi_pvars_get("get_count"),
             btl_ofi_pvars_get("atomic_count"), btl_ofi_pvars_get("send_count"),
             btl_ofi_pvars_get("recv_count"), btl_ofi_pvars_get("flush_count"),
             btl_ofi_pvars_get("retry_count"), btl_ofi_pvars_get("error_count"),
-            btl_ofi_pvars_mr_held());
+            btl_ofi_pvars_mr_held(), btl_ofi_pvars_get("wake_sent_count"),
+            btl_ofi_pvars_get("wake_recv_count"));
     fflush(out);
 }

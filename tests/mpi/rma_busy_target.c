@@ -11,8 +11,9 @@
  * counter ends at ROUNDS x origins; each get returns what the put before it
  * wrote; and every origin finishes its rounds while rank 0 is still
  * computing (the operations completed without the target's MPI calls).
- * Each origin prints its slowest operation and its 99th percentile, for the
- * log; how fast is for the benchmarks to say.
+ * Each origin prints its slowest operation and its 99th percentile, and
+ * every rank its btl/ofi counters, for the log; how fast is for the
+ * benchmarks to say.
  */
 #include "common.h"
 
@@ -133,6 +134,8 @@ int main(int argc, char **argv)
         }
     }
     tc_expect_pvars(TC_PVAR_SUM, "put_count get_count atomic_count");
+    /* who woke whom: tests/params/progress_wake.sh reads the wake counts */
+    btl_ofi_pvars_print(stdout, tc_rank);
     tc_window_close(&w);
     return tc_finish();
 }

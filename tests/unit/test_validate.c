@@ -560,6 +560,100 @@ static void test_modex_parse(void **state)
     assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "sockets", 0, &name, &len, &why), -1);
 }
 
+/* ---- wake-ups of a peer's progress thread ---- */
+
+static void test_wake_route(void **state)
+{
+    const uint32_t ip4 = 0x0a000002; /* any non-zero address */
+    (void) state;
+
+    /* a peer with no thread (port 0) is never woken, wherever it is */
+    assert_int_equal(mca_btl_ofi_wake_route(ip4, 0, true), MCA_BTL_OFI_WAKE_NONE);
+    assert_int_equal(mca_btl_ofi_wake_route(ip4, 0, false), MCA_BTL_OFI_WAKE_NONE);
+    /* on this node: the loopback address, even when the provider has none (shm) */
+    assert_int_equal(mca_btl_ofi_wake_route(0, 4711, true), MCA_BTL_OFI_WAKE_LOOPBACK);
+    assert_int_equal(mca_btl_ofi_wake_route(ip4, 4711, true), MCA_BTL_OFI_WAKE_LOOPBACK);
+    /* on another node: only at an address its provider named */
+    assert_int_equal(mca_btl_ofi_wake_route(ip4, 4711, false), MCA_BTL_OFI_WAKE_REMOTE);
+    assert_int_equal(mca_btl_ofi_wake_route(0, 4711, false), MCA_BTL_OFI_WAKE_NONE);
+}
+
+static void test_wake_due(void **state)
+{
+    const int64_t after = 30000; /* 30 us */
+    mca_btl_ofi_stall_watch_t w = { 0, 0 };
+    int64_t t = 1000, gap = after;
+    (void) state;
+
+    /* nothing outstanding: never, and the watch is reset */
+    assert_false(mca_btl_ofi_wake_due(&w, t, after, false));
+    assert_int_equal(w.since, 0);
+    /* the first empty progress starts the watch; due once the wait
+     * reaches 'after' */
+    assert_false(mca_btl_ofi_wake_due(&w, t, after, true));
+    /* while the same wait lasts, each gap is twice the one before, up to
+     * the back-off limit */
+    for (int i = 0; i < 10; ++i) {
+        assert_false(mca_btl_ofi_wake_due(&w, t + gap - 1, after, true));
+        assert_true(mca_btl_ofi_wake_due(&w, t + gap, after, true));
+        t += gap;
+        gap = gap * 2 > after * MCA_BTL_OFI_WAKE_BACKOFF ? after * MCA_BTL_OFI_WAKE_BACKOFF
+                                                         : gap * 2;
+    }
+    assert_int_equal(w.gap, after * MCA_BTL_OFI_WAKE_BACKOFF);
+    /* the end of the wait starts over with the first gap */
+    assert_false(mca_btl_ofi_wake_due(&w, t + 1, after, false));
+    assert_int_equal(w.since, 0);
+    assert_false(mca_btl_ofi_wake_due(&w, t + 2, after, true));
+    assert_true(mca_btl_ofi_wake_due(&w, t + 2 + after, after, true));
+    /* wake-ups off (0) never fire */
+    w.since = 0;
+    assert_false(mca_btl_ofi_wake_due(&w, 1, 0, true));
+    assert_false(mca_btl_ofi_wake_due(&w, 10000000, 0, true));
+}
+
+static void test_modex_carries_wake_address(void **state)
+{
+    const char *names[] = { "nic-zero" };
+    unsigned char buf[512];
+    mca_btl_ofi_modex_hdr_t hdr;
+    const void *name;
+    size_t len, size;
+    const char *why;
+    (void) state;
+
+    size = build_blob(buf, "tcp;ofi_rxm", 1, names);
+    memcpy(&hdr, buf, sizeof(hdr));
+    hdr.wake_ip4 = 0x0a000002;
+    hdr.wake_port = 4711;
+    memcpy(buf, &hdr, sizeof(hdr));
+    /* the names after the header are found as before */
+    assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "tcp;ofi_rxm", 0, &name, &len, &why), 0);
+    assert_memory_equal(name, names[0], len);
+    memcpy(&hdr, buf, sizeof(hdr));
+    assert_int_equal(hdr.wake_port, 4711);
+    /* a blob of the layout before the wake-up fields is refused, not misread */
+    hdr.magic = 0x4f464931u;
+    memcpy(buf, &hdr, sizeof(hdr));
+    assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "tcp;ofi_rxm", 0, &name, &len, &why), -1);
+}
+
+static void test_default_eager_limit(void **state)
+{
+    (void) state;
+    /* providers whose message of a whole buffer is one transfer */
+    assert_int_equal(mca_btl_ofi_default_eager_limit("shm", 65536), 65536);
+    assert_int_equal(mca_btl_ofi_default_eager_limit("sockets", 65536), 65536);
+    /* rxm has its own rendezvous above its 16 KiB buffers; others stay there too */
+    assert_int_equal(mca_btl_ofi_default_eager_limit("tcp;ofi_rxm", 65536), 16384);
+    assert_int_equal(mca_btl_ofi_default_eager_limit("net;ofi_rxm", 65536), 16384);
+    assert_int_equal(mca_btl_ofi_default_eager_limit("efa", 65536), 16384);
+    assert_int_equal(mca_btl_ofi_default_eager_limit(NULL, 65536), 16384);
+    /* never above the receive buffer the user chose */
+    assert_int_equal(mca_btl_ofi_default_eager_limit("shm", 8192), 8192);
+    assert_int_equal(mca_btl_ofi_default_eager_limit("tcp;ofi_rxm", 8192), 8192);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,6 +682,10 @@ int main(void)
         cmocka_unit_test(test_progress_mode),
         cmocka_unit_test(test_progress_thread),
         cmocka_unit_test(test_modex_parse),
+        cmocka_unit_test(test_wake_route),
+        cmocka_unit_test(test_wake_due),
+        cmocka_unit_test(test_modex_carries_wake_address),
+        cmocka_unit_test(test_default_eager_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
