@@ -326,6 +326,11 @@ typedef struct mca_btl_ofi_context_t {
     int deferred_head;               /**< oldest parked completion; guarded by lock */
     int deferred_count;              /**< parked completions; guarded by lock */
     opal_atomic_int64_t outstanding; /**< one-sided operations posted, not completed (atomic) */
+    /** the progress thread holds completions it read from the CQ and has
+     * not parked yet (it runs our own ones first, without the lock); no
+     * other thread reads the CQ meanwhile, or it would hand the layer
+     * above completions that came after them; guarded by lock */
+    bool thread_batch;
     /** progress calls of the application's threads; they only add to it,
      * the progress thread only reads it (a change is all it looks for) */
     volatile uint64_t app_progress;

@@ -33,9 +33,14 @@
  * the target applies) and parks those that would call the layer above,
  * which the application then gets at its next progress call in CQ order;
  * among application threads the per-context "delivering" flag keeps one
- * deliverer at a time.  It
- * never takes a lock the application holds for long: a context it cannot
- * lock at once is left for the next look.
+ * deliverer at a time.  Between reading a batch and parking what it kept,
+ * the thread holds completions outside the lock; meanwhile nobody else
+ * reads the CQ (context->thread_batch), or newer completions would reach
+ * the layer above first: ob1 unpacks a non-contiguous message fragment by
+ * fragment, and Open MPI's convertor writes wrong bytes, or crashes, when
+ * a fragment that ends inside an element of the datatype is not followed
+ * by the next one.  It never takes a lock the application holds for long:
+ * a context it cannot lock at once is left for the next look.
  */
 
 #include "opal_config.h"
@@ -480,13 +485,14 @@ static inline bool work_due(const mca_btl_ofi_context_t *context)
  * CQ, read under the lock and run without it: callbacks may post new
  * operations.  The progress thread passes false: parked completions stay
  * for an application thread, and those it reads that would call the layer
- * above are parked behind them.
+ * above are parked behind them; until they are, the CQ is left alone.
  */
 static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
 {
     mca_btl_ofi_event_t events[MCA_BTL_OFI_FAILED_MAX + MCA_BTL_OFI_CQ_BATCH_LIMIT];
     int batch = mca_btl_ofi_component.num_cq_read;
     int n = 0, parked = 0, kept = 0;
+    bool holding = false;
 
     if (!delivery_begin(context)) {
         return 0; /* another thread is reading and delivering right now */
@@ -502,7 +508,14 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
         parked = take_parked(context, events + n, batch);
         n += parked;
     }
-    n += read_cq(context, events + n, batch - parked);
+    /* what the thread holds came out of the CQ before anything still in
+     * it: whatever is parked now is older still, and may be delivered */
+    if (!context->thread_batch) {
+        int read = read_cq(context, events + n, batch - parked);
+        n += read;
+        holding = !may_call_up && read > 0;
+        context->thread_batch = holding;
+    }
     mca_btl_ofi_unlock(&context->lock);
 
     for (int i = 0; i < n; ++i) {
@@ -510,9 +523,10 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
             events[kept++] = events[i];
         }
     }
-    if (kept > 0) {
+    if (kept > 0 || holding) {
         mca_btl_ofi_lock(&context->lock);
         (void) park(context, events, kept);
+        context->thread_batch = false;
         mca_btl_ofi_unlock(&context->lock);
     }
     delivery_end(context);
@@ -530,6 +544,11 @@ void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
     int room, n;
 
     if (!context_trylock(context)) {
+        return;
+    }
+    if (context->thread_batch) {
+        /* parked now, these would go ahead of the thread's older ones */
+        mca_btl_ofi_unlock(&context->lock);
         return;
     }
     room = context->deferred_size - context->deferred_count;

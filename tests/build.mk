@@ -1,6 +1,7 @@
 # Every C test program, one directory per lane of contrib/check:
 #
 #   unit        tests/unit/test_*.c         -> $(BUILD)/unit/test_*   (cmocka, no MPI)
+#               tests/unit/opal/test_*.c    -> $(BUILD)/unit/test_*   (cmocka, libopen-pal)
 #   mpitests    tests/mpi/*.c               -> $(BUILD)/mpi/<name>
 #   robustness  tests/robustness/*.c        -> $(BUILD)/robustness/<name>, and the
 #               fault shim fi_fault.c       -> $(BUILD)/robustness/libfi_fault.so
@@ -57,6 +58,19 @@ $(UNIT_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/%.c $(VALIDATE_SOURCES) $(VALI
 	$(CC) -O1 -g $(WARN) -std=gnu11 $(SAN_LDFLAGS) $(FABRIC_CPPFLAGS) -I$(BTL_OFI_ROOT) -o $@ $< \
 	    $(VALIDATE_SOURCES) $(FABRIC_LDFLAGS) -lcmocka -lfabric
 
+# Component files that need Open MPI but no MPI job, each against fakes of
+# what it calls (tests/unit/opal/test_*.c): linked with the component's
+# object and libopen-pal.  btl_ofi_context.c for the order of completions.
+UNIT_OPAL_TESTS := $(patsubst $(TESTS_DIR)/unit/opal/%.c,$(BUILD)/unit/%,\
+    $(wildcard $(TESTS_DIR)/unit/opal/test_*.c))
+
+$(UNIT_OPAL_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/opal/%.c $(BUILD)/obj/btl_ofi_context.o \
+    $(COMPONENT_HEADERS) $(tests_mk)
+	@mkdir -p $(@D)
+	$(CC) $(COMPONENT_CFLAGS) -o $@ $< $(BUILD)/obj/btl_ofi_context.o $(SAN_LDFLAGS) \
+	    $(FABRIC_LDFLAGS) -L$(OMPI_LIBDIR) -Wl,-rpath,$(OMPI_LIBDIR) $(OMPI_LIBS) -lfabric \
+	    -lcmocka -lpthread
+
 # ---------------------------------------------------------------- mpi
 
 $(eval $(call mpi_test_rule,mpi,$(TESTS_DIR)/mpi,,$(wildcard $(TESTS_DIR)/mpi/*.h)))
@@ -82,7 +96,7 @@ $(eval $(call mpi_test_rule,hosts,$(TESTS_DIR)/hosts,,$(wildcard $(TESTS_DIR)/mp
 HOSTS_PROGS := $(hosts_PROGS)
 
 .PHONY: unit mpitests robustness hosts tests
-unit: $(UNIT_TESTS)
+unit: $(UNIT_TESTS) $(UNIT_OPAL_TESTS)
 mpitests: $(MPI_TEST_PROGS)
 robustness: $(ROBUSTNESS_PROGS)
 hosts: $(HOSTS_PROGS)
