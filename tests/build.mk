@@ -60,14 +60,18 @@ $(UNIT_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/%.c $(VALIDATE_SOURCES) $(VALI
 
 # Component files that need Open MPI but no MPI job, each against fakes of
 # what it calls (tests/unit/opal/test_*.c): linked with the component's
-# object and libopen-pal.  btl_ofi_context.c for the order of completions.
+# objects (context, with the wake-up socket and the pure decisions it
+# uses) and libopen-pal.  btl_ofi_context.c for the order of completions.
 UNIT_OPAL_TESTS := $(patsubst $(TESTS_DIR)/unit/opal/%.c,$(BUILD)/unit/%,\
     $(wildcard $(TESTS_DIR)/unit/opal/test_*.c))
 
-$(UNIT_OPAL_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/opal/%.c $(BUILD)/obj/btl_ofi_context.o \
+UNIT_OPAL_OBJECTS := $(BUILD)/obj/btl_ofi_context.o $(BUILD)/obj/btl_ofi_wake.o \
+    $(BUILD)/obj/btl_ofi_validate.o
+
+$(UNIT_OPAL_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/opal/%.c $(UNIT_OPAL_OBJECTS) \
     $(COMPONENT_HEADERS) $(tests_mk)
 	@mkdir -p $(@D)
-	$(CC) $(COMPONENT_CFLAGS) -o $@ $< $(BUILD)/obj/btl_ofi_context.o $(SAN_LDFLAGS) \
+	$(CC) $(COMPONENT_CFLAGS) -o $@ $< $(UNIT_OPAL_OBJECTS) $(SAN_LDFLAGS) \
 	    $(FABRIC_LDFLAGS) -L$(OMPI_LIBDIR) -Wl,-rpath,$(OMPI_LIBDIR) $(OMPI_LIBS) -lfabric \
 	    -lcmocka -lpthread
 
