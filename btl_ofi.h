@@ -33,7 +33,7 @@
  *
  * Calls go one way: component -> module -> {endpoint, context, rdma,
  * atomics, frag}; atomics -> {rdma, frag}; {rdma, frag} -> context;
- * {frag, context} -> endpoint; {component, context, endpoint, rdma} -> wake.
+ * {frag, context} -> endpoint; {component, context, endpoint} -> wake.
  * Progress reaches the owners of a completion only through the callback
  * the completion carries (mca_btl_ofi_ctx_hdr_t), the context's work
  * hook, and the message-kind table.
@@ -164,10 +164,6 @@ struct mca_btl_base_endpoint_t {
     bool reachable;                      /**< false when no address could be made */
     bool wakeable;                       /**< its progress thread takes wake-ups at wake_to */
     struct sockaddr_in wake_to;          /**< btl_ofi_wake.c's address of that thread */
-    /** until when (ns) each operation posted to it wakes its thread at
-     * once, because a recent one had to; 0: none.  Application threads
-     * only; a lost update costs one wake-up more or less */
-    int64_t wake_early_until;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -280,13 +276,6 @@ typedef struct mca_btl_ofi_event_t {
 #define MCA_BTL_OFI_FAILED_MAX       8   /**< operations one work-hook call may fail */
 /** The progress thread's looks are at most this many idle periods apart. */
 #define MCA_BTL_OFI_IDLE_BACKOFF 16
-/** Microseconds between the progress thread's looks after a peer woke it. */
-#define MCA_BTL_OFI_CLOSE_LOOK_US 2
-/** The scheduler slice the progress thread asks for (ns; Linux >= 6.12). */
-#define MCA_BTL_OFI_THREAD_SLICE_NS (100 * 1000)
-/** After a wait on a peer needed a wake-up, how long (ns) each operation
- * posted to that peer wakes it at once. */
-#define MCA_BTL_OFI_WAKE_EARLY_NS (10 * 1000 * 1000)
 
 /**
  * Work a context's owner wants done under the context lock before its CQ
@@ -425,8 +414,8 @@ typedef struct mca_btl_ofi_component_t {
     int output;                           /**< our verbose stream (common/ofi's) */
     int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
     int progress_idle_us;                 /**< app idle time after which the thread steps in */
-    int progress_wake_us;   /**< wait without completions before waking the target's thread */
-    int progress_linger_us; /**< how long a woken thread keeps looking closely */
+    int progress_wake_us; /**< wait without completions before waking the target's thread */
+    int progress_gap_us;  /**< least time between two looks of the thread */
     /** our locks and atomics are real: Open MPI runs threads or we run
      * our progress thread; set at init */
     bool threaded;
@@ -554,8 +543,8 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
 /** The endpoint of a peer of our job by rank, or NULL. */
 mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *module, uint32_t vpid);
 /** Wake the progress thread of every peer this module's operations wait
- * on at @p now (ns); returns how many were woken. */
-int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int64_t now);
+ * on; returns how many were woken. */
+int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_wake.c: wake-ups of the progress thread                     */
@@ -576,8 +565,6 @@ void mca_btl_ofi_wake_peer_init(mca_btl_ofi_endpoint_t *endpoint, uint32_t ip4, 
                                 bool same_node);
 /** One wake-up to the peer's thread; returns whether it was sent. */
 bool mca_btl_ofi_wake_peer(const mca_btl_ofi_endpoint_t *endpoint);
-/** After posting to a peer that needed a wake-up lately: wake it now. */
-void mca_btl_ofi_wake_early(mca_btl_ofi_endpoint_t *endpoint);
 /** Read every wake-up queued for our thread; returns how many. */
 int mca_btl_ofi_wake_drain(void);
 

@@ -96,11 +96,11 @@ static int mca_btl_ofi_component_register(void)
                         "microseconds; 0: never, the threads keep to btl_ofi_progress_idle_us "
                         "(0..1000000)",
                         &c->progress_wake_us, 30);
-    (void) register_int("progress_linger_us",
-                        "How long a progress thread that a peer woke keeps looking every few "
-                        "microseconds while its application stays away from MPI, in "
-                        "microseconds (0..1000000)",
-                        &c->progress_linger_us, 1000);
+    (void) register_int("progress_gap_us",
+                        "Least time between two looks of the progress thread, however often "
+                        "peers wake it, in microseconds: it shares its rank's core, and one "
+                        "that runs too often is made to wait by the scheduler (0..1000000)",
+                        &c->progress_gap_us, 60);
     (void) register_int("num_contexts_per_module",
                         "Communication contexts (TX/RX pairs) per module; more than 1 needs a "
                         "scalable endpoint and is clamped to what the domain offers (1..64)",
@@ -204,7 +204,7 @@ static int check_params(void)
 
     check_int_param("btl_ofi_progress_idle_us", &c->progress_idle_us, 10, 1000000);
     check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
-    check_int_param("btl_ofi_progress_linger_us", &c->progress_linger_us, 0, 1000000);
+    check_int_param("btl_ofi_progress_gap_us", &c->progress_gap_us, 0, 1000000);
     c->progress_thread = mca_btl_ofi_parse_progress_thread(progress_thread_param);
     if (c->progress_thread < 0) {
         opal_show_help("help-mpi-btl-ofi.txt", "bad progress thread", true,

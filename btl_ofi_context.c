@@ -51,10 +51,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <sched.h>
 
 #include "btl_ofi.h"
 
@@ -586,7 +584,7 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
     }
     now = mca_btl_ofi_now_ns();
     if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {
-        (void) mca_btl_ofi_endpoints_wake_waited(module, now);
+        (void) mca_btl_ofi_endpoints_wake_waited(module);
     }
 }
 
@@ -669,85 +667,55 @@ static bool look_at_all(void)
     return stepped_in;
 }
 
-/* Sleeps until the next look is due, a peer wakes us, or we must stop;
- * returns false for the last. */
-static bool wait_for_look(struct pollfd *fds, int timeout_us, int *wakeups)
+/* Sleeps for @p timeout_us, until a peer wakes us when @p nfds is 2 (the
+ * stop eventfd and the wake-up socket), or until we must stop; returns
+ * false for the last. */
+static bool wait_for_look(struct pollfd *fds, nfds_t nfds, int timeout_us, int *wakeups)
 {
     struct timespec timeout = { .tv_sec = timeout_us / 1000000,
                                 .tv_nsec = (long) (timeout_us % 1000000) * 1000 };
 
-    *wakeups = 0;
-    if (ppoll(fds, 2, &timeout, NULL) <= 0) {
+    if (ppoll(fds, nfds, &timeout, NULL) <= 0) {
         return true; /* the timer, or a signal: look either way */
     }
     if (fds[0].revents & POLLIN) {
         return false;
     }
-    if (fds[1].revents & POLLIN) {
-        *wakeups = mca_btl_ofi_wake_drain();
+    if (nfds > 1 && (fds[1].revents & POLLIN)) {
+        *wakeups += mca_btl_ofi_wake_drain();
     }
     return true;
 }
 
-/* Woken, the thread runs for microseconds, on the core of a rank that may
- * be computing.  With EEVDF (Linux 6.12 and later) a thread that asks for
- * a short slice gets an early deadline and so preempts that computation
- * when it wakes, instead of waiting out its 3 ms slice; older kernels
- * ignore the request. */
-static void ask_for_short_slice(void)
-{
-#if defined(SYS_sched_setattr)
-    /* the kernel's struct sched_attr, first version (glibc has no wrapper,
-     * and linux/sched/types.h clashes with sched.h) */
-    struct {
-        uint32_t size, sched_policy;
-        uint64_t sched_flags;
-        int32_t sched_nice;
-        uint32_t sched_priority;
-        uint64_t sched_runtime, sched_deadline, sched_period;
-    } attr = {
-        .size = sizeof(attr),
-        .sched_policy = SCHED_OTHER,
-        .sched_runtime = MCA_BTL_OFI_THREAD_SLICE_NS,
-    };
-
-    if (0 != syscall(SYS_sched_setattr, 0, &attr, 0)) {
-        MCA_BTL_OFI_VERBOSE(10, "progress thread: no short scheduler slice: %s", strerror(errno));
-    }
-#endif
-}
-
-/* The thread sleeps btl_ofi_progress_idle_us (more while the application
- * progresses by itself) between looks.  A peer's wake-up means an origin
- * waits on us: then it looks at once and every MCA_BTL_OFI_CLOSE_LOOK_US
- * for btl_ofi_progress_linger_us, because the origin's next operation
- * follows its last within microseconds and it would otherwise wait for a
- * wake-up of its own each time.  Looking closely stops as soon as the
- * application progresses again. */
+/* The thread looks every btl_ofi_progress_idle_us (more while the
+ * application progresses by itself), or as soon as a peer wakes it, but
+ * never sooner than btl_ofi_progress_gap_us after its last look: it shares
+ * its rank's core, and a thread that wakes too often for it to preempt a
+ * computing rank at once (measured: looks 40 us apart) makes 1-2 % of the
+ * operations wait for the scheduler's next tick, 4 ms here.  A wake-up
+ * that comes during the gap waits in the socket until the gap is over. */
 static void *progress_thread_main(void *arg)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     struct pollfd fds[2] = { { .fd = progress_thread.stop_fd, .events = POLLIN },
                              { .fd = mca_btl_ofi_wake_fd(), .events = POLLIN } };
-    int interval = c->progress_idle_us, wakeups;
-    int64_t close_until = 0, linger = (int64_t) c->progress_linger_us * 1000;
-    bool close_looks = false;
+    int interval = c->progress_idle_us, gap = c->progress_gap_us;
 
     (void) arg;
     /* Linux lets a timed wait overrun by 50 us by default, half of a
      * whole idle period: ask for 1 us */
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    ask_for_short_slice();
-    while (wait_for_look(fds, close_looks ? MCA_BTL_OFI_CLOSE_LOOK_US : interval, &wakeups)) {
-        bool stepped_in = look_at_all();
+    for (;;) {
+        int wakeups = 0, rest = interval > gap ? interval - gap : 0;
+        bool stepped_in;
 
+        if (!wait_for_look(fds, 1, gap, &wakeups) || !wait_for_look(fds, 2, rest, &wakeups)) {
+            break;
+        }
+        stepped_in = look_at_all();
         if (wakeups > 0) {
             mca_btl_ofi_count(c->modules[0], MCA_BTL_OFI_CNT_WAKE_RECV, (uint64_t) wakeups);
-            close_until = mca_btl_ofi_now_ns() + linger;
-        } else if (!stepped_in) {
-            close_until = 0;
         }
-        close_looks = 0 != close_until && mca_btl_ofi_now_ns() < close_until;
         interval = next_interval_us(interval, stepped_in);
     }
     return NULL;

@@ -27,7 +27,6 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->outstanding = 0;
     ep->reachable = false;
     ep->wakeable = false;
-    ep->wake_early_until = 0;
 }
 OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, NULL);
 
@@ -282,7 +281,7 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *modu
     return endpoint;
 }
 
-int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int64_t now)
+int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_endpoint_t *endpoint;
     int woken = 0;
@@ -295,7 +294,6 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int64_t now)
     }
     OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
         if (endpoint->outstanding > 0 && mca_btl_ofi_wake_peer(endpoint)) {
-            endpoint->wake_early_until = now + MCA_BTL_OFI_WAKE_EARLY_NS;
             ++woken;
         }
     }

@@ -167,9 +167,6 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
     for (int attempt = 0;; ++attempt) {
         rc = post(comp, arg);
         if (OPAL_LIKELY(0 == rc)) {
-            if (OPAL_UNLIKELY(0 != comp->endpoint->wake_early_until)) {
-                mca_btl_ofi_wake_early(comp->endpoint);
-            }
             return OPAL_SUCCESS;
         }
         if (-FI_EAGAIN != rc || attempt >= BTL_OFI_POST_RETRIES) {

@@ -14,8 +14,8 @@
  * missing or wakes for reasons of its own.  So a target that computes
  * outside MPI is served only at its thread's next timed look.  Here the
  * origin, the one side that knows it is waiting, says so: one datagram
- * to the target's thread, which then looks at once and keeps looking
- * closely for a while (btl_ofi_progress_linger_us).
+ * to the target's thread, which then looks at once, or as soon as its
+ * least gap between looks allows (btl_ofi_progress_gap_us).
  *
  * One UDP socket per process, bound to every address on an ephemeral
  * port: origins send from it, and the progress thread, where one runs,
@@ -132,17 +132,6 @@ bool mca_btl_ofi_wake_peer(const mca_btl_ofi_endpoint_t *endpoint)
     return sendto(wake_fd, &ring, sizeof(ring), MSG_DONTWAIT,
                   (const struct sockaddr *) &endpoint->wake_to, sizeof(endpoint->wake_to))
            == (ssize_t) sizeof(ring);
-}
-
-void mca_btl_ofi_wake_early(mca_btl_ofi_endpoint_t *endpoint)
-{
-    if (mca_btl_ofi_now_ns() >= endpoint->wake_early_until) {
-        endpoint->wake_early_until = 0; /* the peer has not needed one for a while */
-        return;
-    }
-    if (mca_btl_ofi_wake_peer(endpoint)) {
-        mca_btl_ofi_count(endpoint->module, MCA_BTL_OFI_CNT_WAKE_SENT, 1);
-    }
 }
 
 int mca_btl_ofi_wake_drain(void)

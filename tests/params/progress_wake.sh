@@ -1,5 +1,5 @@
 #!/bin/bash
-# btl_ofi_progress_wake_us and btl_ofi_progress_linger_us: out-of-range
+# btl_ofi_progress_wake_us and btl_ofi_progress_gap_us: out-of-range
 # values are clamped with "[bad parameter]".  And the wake-ups are what
 # serves a computing target when the thread's timer cannot: with the timer
 # at 100 ms, rma_busy_target's origins finish their 300 operations within the
@@ -14,7 +14,7 @@ BUSY=${BTL_OFI_BUILD:-$PARAMS_ROOT/build}/mpi/rma_busy_target
 [ -x "$BUSY" ] || skip "$BUSY is not built (make -C standalone mpitests)"
 
 expect_clamped_runs progress_wake_us 0 1000000 "-1 0" "2000000 1000000"
-expect_clamped_runs progress_linger_us 0 1000000 "-5 0" "3000000 1000000"
+expect_clamped_runs progress_gap_us 0 1000000 "-5 0" "3000000 1000000"
 
 # run_busy NAME WAKE_US: rma_busy_target with the thread's timer at 100 ms
 run_busy() {
