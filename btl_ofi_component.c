@@ -95,7 +95,7 @@ static int mca_btl_ofi_component_register(void)
                         "so that a target computing outside MPI serves them at once, in "
                         "microseconds; 0: never, the threads keep to btl_ofi_progress_idle_us "
                         "(0..1000000)",
-                        &c->progress_wake_us, 30);
+                        &c->progress_wake_us, 0);
     (void) register_int("progress_gap_us",
                         "Least time between two looks of the progress thread, however often "
                         "peers wake it, in microseconds: it shares its rank's core, and one "
@@ -306,7 +306,8 @@ static bool var_set_by_user(const char *framework, const char *component, const 
     return MCA_BASE_VAR_SOURCE_DEFAULT != source;
 }
 
-/* ob1's eager limits follow the provider unless the user set them. */
+/* ob1's eager limit follows the provider unless the user set it; its
+ * rendezvous eager limit (the first fragment of a rendezvous) stays. */
 static void choose_eager_limits(const char *provider)
 {
     mca_btl_base_module_t *m = &mca_btl_ofi_module_template.super;
@@ -314,9 +315,6 @@ static void choose_eager_limits(const char *provider)
 
     if (!var_set_by_user("btl", "ofi", "eager_limit")) {
         m->btl_eager_limit = limit;
-    }
-    if (!var_set_by_user("btl", "ofi", "rndv_eager_limit")) {
-        m->btl_rndv_eager_limit = limit;
     }
     if (m->btl_rndv_eager_limit > m->btl_eager_limit) {
         m->btl_rndv_eager_limit = m->btl_eager_limit;

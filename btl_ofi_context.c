@@ -687,6 +687,18 @@ static bool wait_for_look(struct pollfd *fds, nfds_t nfds, int timeout_us, int *
     return true;
 }
 
+/* Without wake-ups one wait will do (every wake-up of the thread costs its
+ * rank's core a little); with them, the gap first, while wake-ups wait in
+ * the socket, then the rest of the period or until a wake-up. */
+static bool sleep_until_look(struct pollfd *fds, int interval, int gap, int *wakeups)
+{
+    if (fds[1].fd < 0) {
+        return wait_for_look(fds, 1, interval, wakeups);
+    }
+    return wait_for_look(fds, 1, gap, wakeups)
+           && wait_for_look(fds, 2, interval > gap ? interval - gap : 0, wakeups);
+}
+
 /* The thread looks every btl_ofi_progress_idle_us (more while the
  * application progresses by itself), or as soon as a peer wakes it, but
  * never sooner than btl_ofi_progress_gap_us after its last look: it shares
@@ -706,10 +718,10 @@ static void *progress_thread_main(void *arg)
      * whole idle period: ask for 1 us */
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     for (;;) {
-        int wakeups = 0, rest = interval > gap ? interval - gap : 0;
+        int wakeups = 0;
         bool stepped_in;
 
-        if (!wait_for_look(fds, 1, gap, &wakeups) || !wait_for_look(fds, 2, rest, &wakeups)) {
+        if (!sleep_until_look(fds, interval, gap, &wakeups)) {
             break;
         }
         stepped_in = look_at_all();

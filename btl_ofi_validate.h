@@ -196,12 +196,11 @@ int mca_btl_ofi_parse_progress_thread(const char *name);
 bool mca_btl_ofi_progress_thread_wanted(int setting, int data_progress, const char **why);
 
 /**
- * The largest message ob1 sends eagerly (btl_eager_limit, and its first
- * rendezvous fragment) when the user set none, for @p provider: our whole
- * receive buffer (@p max_send_size) where a message of that size is one
- * transfer of the provider's, 16 KiB where the provider switches to a
- * rendezvous of its own above that (ofi_rxm's buffers) or is not known
- * to gain from more.
+ * The largest message ob1 sends eagerly (btl_eager_limit) when the user
+ * set none, for @p provider: our whole receive buffer (@p max_send_size)
+ * where that measured faster than ob1's rendezvous (sockets), 16 KiB
+ * elsewhere (shm's rendezvous read is one copy; ofi_rxm switches to a
+ * rendezvous of its own above 16 KiB; others are not known to gain).
  */
 size_t mca_btl_ofi_default_eager_limit(const char *provider, size_t max_send_size);
 

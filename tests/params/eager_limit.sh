@@ -1,7 +1,7 @@
 #!/bin/bash
-# ob1's eager limits follow the provider unless the user set them:
-# btl_ofi_max_send_size (64 KiB) on shm and sockets, 16 KiB on tcp;ofi_rxm
-# (rxm's own rendezvous starts there); a value the user gave is kept.
+# ob1's eager limit follows the provider unless the user set it:
+# btl_ofi_max_send_size (64 KiB) on sockets, 16 KiB on shm and tcp;ofi_rxm;
+# a value the user gave is kept; the rendezvous eager limit stays 16 KiB.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 require_smoke
@@ -21,9 +21,9 @@ eager_job() {
     expect_pass
 }
 
-eager_job shm "eager limit 65536, rendezvous eager limit 65536"
-eager_job sockets "eager limit 65536, rendezvous eager limit 65536"
+eager_job shm "eager limit 16384, rendezvous eager limit 16384"
+eager_job sockets "eager limit 65536, rendezvous eager limit 16384"
 eager_job "tcp;ofi_rxm" "eager limit 16384, rendezvous eager limit 16384"
 eager_job sockets "eager limit 4096, rendezvous eager limit 4096" --mca btl_ofi_eager_limit 4096
-eager_job shm "eager limit 65536, rendezvous eager limit 8192" --mca btl_ofi_rndv_eager_limit 8192
+eager_job sockets "eager limit 65536, rendezvous eager limit 8192" --mca btl_ofi_rndv_eager_limit 8192
 finish
