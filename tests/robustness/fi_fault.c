@@ -36,7 +36,10 @@
  *       kind: eagain | eio | cqerr (cq_read only: one real completion is
  *             taken from the CQ and reported through -FI_EAVAIL and
  *             readerr with err = FI_EIO), cqerr_rma / cqerr_send (the same,
- *             but only a completion whose flags say RMA/atomic or send)
+ *             but only a completion whose flags say RMA/atomic or send);
+ *             cqerr_send@LEN: only the completion of an fi_send of LEN
+ *             bytes (the caller's header included), to pick one kind of
+ *             message of the layer above
  *   BTL_OFI_FAULT_RANK=r[,r...] | all   ranks that inject (OMPI_COMM_WORLD_RANK);
  *                                       default all
  *   BTL_OFI_FAULT_TRACE=mr,av,ctx,mrlive (any of them)
@@ -115,6 +118,7 @@ typedef struct {
     uint64_t last; /**< end of a WHEN_RANGE burst */
     when_t when;
     fault_t fault;
+    size_t send_len; /**< cqerr_send@LEN: only sends of this length; 0: any */
 } rule_t;
 
 static rule_t rules[MAX_RULES];
@@ -128,6 +132,8 @@ static uint64_t calls[CALL_MAX];    /* calls seen per kind */
 static uint64_t injected[CALL_MAX]; /* faults injected per kind */
 static uint64_t cqerr_armed;        /* cqerr faults waiting for a completion */
 static fault_t cqerr_armed_kind;
+static size_t cqerr_armed_len; /* send length the armed fault waits for; 0: any */
+static bool track_send_len;    /* a rule selects sends by length */
 static uint64_t mr_regs, mr_closes, wrapped_fabrics, ghosts;
 
 static int (*real_fi_fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
@@ -205,6 +211,13 @@ static bool parse_rule(char *text, rule_t *rule)
         rule->fault = FAULT_CQERR_RMA;
     } else if (0 == strcmp(second, "cqerr_send")) {
         rule->fault = FAULT_CQERR_SEND;
+    } else if (0 == strncmp(second, "cqerr_send@", 11)) {
+        rule->fault = FAULT_CQERR_SEND;
+        rule->send_len = strtoull(second + 11, &end, 10);
+        if (end == second + 11 || '\0' != *end || 0 == rule->send_len) {
+            return false;
+        }
+        track_send_len = true;
     } else {
         return false;
     }
@@ -345,6 +358,7 @@ static ssize_t decide(call_t call)
             return -FI_EIO;
         default:
             cqerr_armed_kind = rule->fault;
+            cqerr_armed_len = rule->send_len;
             __atomic_add_fetch(&cqerr_armed, 1, __ATOMIC_RELAXED);
             return 0;
         }
@@ -450,6 +464,62 @@ static void ctx_completed(void *context, const char *how)
         slot->posted = 0;
         pthread_mutex_unlock(&ctx_lock);
     }
+}
+
+/* Length of the last send posted with each operation context, for
+ * cqerr_send@LEN (our fragments, and so their contexts, are reused). */
+typedef struct {
+    void *context;
+    size_t len;
+} send_len_slot_t;
+
+static send_len_slot_t send_len_table[CTX_SLOTS];
+static pthread_mutex_t send_len_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The context's slot; a free one is taken only when @p insert. */
+static send_len_slot_t *send_len_slot(void *context, bool insert)
+{
+    uint64_t h = ((uint64_t) (uintptr_t) context >> 4) * 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < CTX_SLOTS; ++i) {
+        send_len_slot_t *slot = send_len_table + ((h >> 40) + i) % CTX_SLOTS;
+        if (slot->context == context) {
+            return slot;
+        }
+        if (NULL == slot->context) {
+            if (!insert) {
+                return NULL;
+            }
+            slot->context = context;
+            return slot;
+        }
+    }
+    return NULL;
+}
+
+static void send_posted(void *context, size_t len, ssize_t rc)
+{
+    if (!track_send_len || 0 != rc || NULL == context) {
+        return;
+    }
+    pthread_mutex_lock(&send_len_lock);
+    send_len_slot_t *slot = send_len_slot(context, true);
+    if (NULL != slot) {
+        slot->len = len;
+    }
+    pthread_mutex_unlock(&send_len_lock);
+}
+
+static size_t send_len_of(void *context)
+{
+    size_t len = 0;
+
+    pthread_mutex_lock(&send_len_lock);
+    send_len_slot_t *slot = send_len_slot(context, false);
+    if (NULL != slot) {
+        len = slot->len;
+    }
+    pthread_mutex_unlock(&send_len_lock);
+    return len;
 }
 
 /** For a debugger on a hung process ("call fi_fault_dump_contexts()"):
@@ -710,7 +780,18 @@ static ssize_t w_msg_send(struct fid_ep *ep, const void *buf, size_t len, void *
     GATE(CALL_SEND);
     ssize_t rc = EP_MSG(ep)->send(ep, buf, len, desc, dest, context);
     ctx_posted(context, rc);
+    send_posted(context, len, rc);
     return rc;
+}
+
+static size_t total_len(const struct iovec *iov, size_t count)
+{
+    size_t len = 0;
+
+    for (size_t i = 0; i < count; ++i) {
+        len += iov[i].iov_len;
+    }
+    return len;
 }
 
 static ssize_t w_msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
@@ -719,6 +800,7 @@ static ssize_t w_msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **de
     GATE(CALL_SEND);
     ssize_t rc = EP_MSG(ep)->sendv(ep, iov, desc, count, dest, context);
     ctx_posted(context, rc);
+    send_posted(context, total_len(iov, count), rc);
     return rc;
 }
 
@@ -727,6 +809,7 @@ static ssize_t w_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64
     GATE(CALL_SEND);
     ssize_t rc = EP_MSG(ep)->sendmsg(ep, msg, flags);
     ctx_posted(msg->context, rc);
+    send_posted(msg->context, total_len(msg->msg_iov, msg->iov_count), rc);
     return rc;
 }
 
@@ -938,6 +1021,10 @@ static bool entry_wanted(const struct fi_cq_tagged_entry *e, size_t size, fault_
 {
     uint64_t flags = (size >= sizeof(struct fi_cq_msg_entry)) ? e->flags : 0;
 
+    if (FAULT_CQERR_SEND == kind && 0 != cqerr_armed_len
+        && send_len_of(e->op_context) != cqerr_armed_len) {
+        return false;
+    }
     if (0 == flags || FAULT_CQERR == kind) {
         return true;
     }

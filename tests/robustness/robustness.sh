@@ -267,6 +267,16 @@ lane_fault() {
     fault_case eio/put-rxm error 'write:200:eio' 0 "tcp;ofi_rxm" 2 "${rma[@]}"
     fault_case cqerr/rma error 'cq_read:300:cqerr_rma' 0 sockets 2 "${rma[@]}"
     fault_case cqerr/send error 'cq_read:100:cqerr_send' 0 sockets 2 "${p2p[@]}"
+    # the same on each kind of send ob1 makes here, by its length (our 8-byte
+    # header + ob1's): the match of a 4000-byte eager message, the RGET
+    # header of a 70000-byte one (its request completes on the peer's FIN,
+    # so the error must reach ob1 before that FIN does), rank 0's FIN for
+    # rank 1's RGET and an 8-byte match sent inline (both BTL-owned, no
+    # callback: counted, the job completes)
+    fault_case cqerr/send-eager error 'cq_read:1:cqerr_send@4022' 0 sockets 2 "${p2p[@]}"
+    fault_case cqerr/send-rget error 'cq_read:1:cqerr_send@72' 0 sockets 2 "${p2p[@]}"
+    fault_case cqerr/send-fin error 'cq_read:1:cqerr_send@32' 0 sockets 2 "${p2p[@]}"
+    fault_case cqerr/send-inline error 'cq_read:1:cqerr_send@30' 0 sockets 2 "${p2p[@]}"
 
     # registration refused
     fault_case mr-reg/window error 'mr_reg:1*:eio' 0 sockets 2 "${rma[@]}"
