@@ -56,6 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <rdma/fabric.h>
@@ -164,6 +165,13 @@ struct mca_btl_base_endpoint_t {
     bool reachable;                      /**< false when no address could be made */
     bool wakeable;                       /**< its progress thread takes wake-ups at wake_to */
     struct sockaddr_in wake_to;          /**< btl_ofi_wake.c's address of that thread */
+    /** sockets: the TCP socket our provider connected to this peer still
+     * needs its receive buffer widened (mca_btl_ofi_sockets_widen); set at
+     * creation, cleared once by a posting path (two that race only look
+     * twice) */
+    bool widen_socket;
+    struct sockaddr_storage sock_name; /**< sockets: the peer endpoint's address */
+    size_t sock_name_len;              /**< sockets: its length */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -424,6 +432,7 @@ typedef struct mca_btl_ofi_component_t {
      * objects and counts, delivery order) needs atomics only then */
     bool app_threads;
     size_t max_send_size; /**< two-sided buffer size */
+    int sockets_buf_sz;   /**< sockets: FI_SOCKETS_MAX_BUF_SZ in force (0: none) */
     /** modules open; written by init and module finalize, which Open MPI
      * runs on one thread */
     int module_count;
@@ -542,6 +551,15 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
                           mca_btl_base_endpoint_t **peers);
 /** The endpoint of a peer of our job by rank, or NULL. */
 mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *module, uint32_t vpid);
+void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint);
+
+/** After a post to @p endpoint succeeded: the provider has connected to it. */
+static inline void mca_btl_ofi_sockets_posted(mca_btl_ofi_endpoint_t *endpoint)
+{
+    if (OPAL_UNLIKELY(endpoint->widen_socket)) {
+        mca_btl_ofi_sockets_widen(endpoint);
+    }
+}
 /** Wake the progress thread of every peer this module's operations wait
  * on; returns how many were woken. */
 int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module);

@@ -17,6 +17,8 @@
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -321,6 +323,28 @@ static void choose_eager_limits(const char *provider)
     }
     MCA_BTL_OFI_VERBOSE(10, "eager limit %zu, rendezvous eager limit %zu", m->btl_eager_limit,
                         m->btl_rndv_eager_limit);
+}
+
+/* sockets reads FI_SOCKETS_MAX_BUF_SZ when its fabric opens, after this;
+ * note_sockets_address in btl_ofi_endpoint.c says why its sockets need
+ * wide receive buffers.  The user's value stands, 0 included. */
+static void choose_sockets_buffers(const char *provider)
+{
+    const char *user = getenv("FI_SOCKETS_MAX_BUF_SZ");
+    int size = mca_btl_ofi_sockets_buf_size(provider, user);
+    char value[16];
+
+    mca_btl_ofi_component.sockets_buf_sz = size;
+    if (NULL != user || size <= 0) {
+        return;
+    }
+    (void) snprintf(value, sizeof(value), "%d", size);
+    if (0 != setenv("FI_SOCKETS_MAX_BUF_SZ", value, 0)) {
+        MCA_BTL_OFI_VERBOSE(1, "sockets: could not set FI_SOCKETS_MAX_BUF_SZ");
+        mca_btl_ofi_component.sockets_buf_sz = 0;
+        return;
+    }
+    MCA_BTL_OFI_VERBOSE(10, "sockets: FI_SOCKETS_MAX_BUF_SZ=%s", value);
 }
 
 /** Did the user name this component in --mca btl explicitly? */
@@ -680,6 +704,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     c->provider_name = strdup(prov);
     c->two_sided = 0 != (caps & FI_MSG);
     choose_eager_limits(c->provider_name);
+    choose_sockets_buffers(c->provider_name);
 
     progress_list = requery_with_progress(c->provider_name, caps, threads);
     count = 0;

@@ -16,6 +16,7 @@
 #include "opal_config.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 #include "btl_ofi.h"
 
@@ -27,6 +28,7 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->outstanding = 0;
     ep->reachable = false;
     ep->wakeable = false;
+    ep->widen_socket = false;
 }
 OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, NULL);
 
@@ -167,6 +169,50 @@ static void read_wake_address(mca_btl_ofi_endpoint_t *endpoint, const void *blob
                                OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags));
 }
 
+/*
+ * sockets (libfabric 1.17) peeks at each message's 24-byte header and
+ * takes none of it until all 24 bytes have arrived.  When a burst ends
+ * inside a header, the bytes before it sit at the end of one kernel buffer
+ * that TCP charged with all it coalesced there (~120 KiB seen); in a
+ * receive buffer still at the kernel's initial 128 KiB that leaves less
+ * room than a loopback segment, so the receiver advertises a zero window
+ * until it reads, and it never reads: the job hangs with a few bytes (8,
+ * 14, 22 seen) unread on one side and the rest of the burst unsent on the
+ * other.  FI_SOCKETS_MAX_BUF_SZ (the component sets it when the user did
+ * not) sizes the provider's listening socket, hence the sockets it
+ * accepts, but not those it connects.  Those we size ourselves once the
+ * provider has connected (the first time a post to the peer succeeds):
+ * the sockets whose peer is the peer endpoint's address.
+ */
+static void note_sockets_address(mca_btl_ofi_endpoint_t *endpoint, const void *name, size_t len)
+{
+    const struct sockaddr *sa = name;
+
+    if (mca_btl_ofi_component.sockets_buf_sz <= 0
+        || 0 != strcmp(mca_btl_ofi_component.provider_name, "sockets")
+        || len > sizeof(endpoint->sock_name) || len < sizeof(sa->sa_family)
+        || (AF_INET != sa->sa_family && AF_INET6 != sa->sa_family)) {
+        return;
+    }
+    memcpy(&endpoint->sock_name, name, len);
+    endpoint->sock_name_len = len;
+    endpoint->widen_socket = true;
+}
+
+/* Once per peer, best effort: no socket found means the provider talks to
+ * the peer over the socket it accepted, which the listener sized. */
+void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint)
+{
+    int size = mca_btl_ofi_component.sockets_buf_sz;
+    int widened;
+
+    endpoint->widen_socket = false;
+    widened = mca_btl_ofi_widen_sockets_to((struct sockaddr *) &endpoint->sock_name,
+                                           endpoint->sock_name_len, size);
+    MCA_BTL_OFI_VERBOSE(20, "sockets: %d socket(s) connected to %s take %d-byte receive buffers",
+                        widened, OPAL_NAME_PRINT(endpoint->proc->proc_name), size);
+}
+
 static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opal_proc_t *proc)
 {
     mca_btl_ofi_endpoint_t *endpoint = NULL;
@@ -207,6 +253,7 @@ static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opa
     endpoint->module = module;
     endpoint->reachable = true;
     read_wake_address(endpoint, blob);
+    note_sockets_address(endpoint, name, len);
 
 out:
     free(blob);

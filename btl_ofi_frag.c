@@ -509,6 +509,7 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     }
     if (OPAL_LIKELY(0 == rc)) {
         count_sent(module, frag);
+        mca_btl_ofi_sockets_posted(frag->endpoint);
         return inject ? 1 : 0;
     }
     if (-FI_EAGAIN != rc) {
@@ -550,6 +551,7 @@ static int drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *fa
         if (0 == rc) {
             pending_pop(context);
             count_sent(frag->module, frag);
+            mca_btl_ofi_sockets_posted(frag->endpoint);
             continue;
         }
         if (-FI_EAGAIN == rc) {

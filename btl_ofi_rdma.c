@@ -158,6 +158,7 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
 int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg)
 {
     mca_btl_ofi_context_t *context = comp->context;
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
     ssize_t rc;
 
     /* counted first: the completion may be reaped by another thread before
@@ -167,6 +168,7 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
     for (int attempt = 0;; ++attempt) {
         rc = post(comp, arg);
         if (OPAL_LIKELY(0 == rc)) {
+            mca_btl_ofi_sockets_posted(endpoint);
             return OPAL_SUCCESS;
         }
         if (-FI_EAGAIN != rc || attempt >= BTL_OFI_POST_RETRIES) {

@@ -14,8 +14,11 @@
 
 #include "btl_ofi_validate.h"
 
+#include <dirent.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -454,4 +457,68 @@ size_t mca_btl_ofi_default_eager_limit(const char *provider, size_t max_send_siz
         }
     }
     return limit < max_send_size ? limit : max_send_size;
+}
+
+int mca_btl_ofi_sockets_buf_size(const char *provider, const char *user)
+{
+    long size;
+    char *end;
+
+    if (NULL == provider || 0 != strcmp(provider, "sockets")) {
+        return 0;
+    }
+    if (NULL == user) {
+        return MCA_BTL_OFI_SOCKETS_BUF_SZ;
+    }
+    /* the provider reads it as an integer too */
+    size = strtol(user, &end, 10);
+    return (end == user || size <= 0 || size > INT32_MAX) ? 0 : (int) size;
+}
+
+static bool same_ip_address(const struct sockaddr *a, const struct sockaddr *b, size_t len)
+{
+    if (a->sa_family != b->sa_family) {
+        return false;
+    }
+    if (AF_INET == a->sa_family && len >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *x = (const struct sockaddr_in *) a;
+        const struct sockaddr_in *y = (const struct sockaddr_in *) b;
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (AF_INET6 == a->sa_family && len >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *x = (const struct sockaddr_in6 *) a;
+        const struct sockaddr_in6 *y = (const struct sockaddr_in6 *) b;
+        return x->sin6_port == y->sin6_port
+               && 0 == memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+    }
+    return false;
+}
+
+int mca_btl_ofi_widen_sockets_to(const struct sockaddr *peer, size_t peer_len, int size)
+{
+    struct dirent *entry;
+    int widened = 0;
+    DIR *fds = opendir("/proc/self/fd");
+
+    if (NULL == fds) {
+        return -1;
+    }
+    while (NULL != (entry = readdir(fds))) {
+        struct sockaddr_storage other;
+        socklen_t len = sizeof(other);
+        char *end;
+        long fd = strtol(entry->d_name, &end, 10);
+
+        /* getpeername fails on what is not a connected socket */
+        if (end == entry->d_name || '\0' != *end || fd == dirfd(fds)
+            || 0 != getpeername((int) fd, (struct sockaddr *) &other, &len)
+            || !same_ip_address((struct sockaddr *) &other, peer, peer_len)) {
+            continue;
+        }
+        if (0 == setsockopt((int) fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size))) {
+            ++widened;
+        }
+    }
+    closedir(fds);
+    return widened;
 }

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/socket.h>
+
 #include <rdma/fabric.h>
 
 #define MCA_BTL_OFI_MAX_MODULES_LIMIT  16  /**< hard bound of btl_ofi_max_nics */
@@ -203,6 +205,28 @@ bool mca_btl_ofi_progress_thread_wanted(int setting, int data_progress, const ch
  * rendezvous of its own above 16 KiB; others are not known to gain).
  */
 size_t mca_btl_ofi_default_eager_limit(const char *provider, size_t max_send_size);
+
+/** What the component asks of FI_SOCKETS_MAX_BUF_SZ when the user set none. */
+#define MCA_BTL_OFI_SOCKETS_BUF_SZ (4 * 1024 * 1024)
+
+/**
+ * The socket buffer size (FI_SOCKETS_MAX_BUF_SZ, bytes) in force for
+ * @p provider when the user's environment holds @p user (NULL: unset):
+ * theirs when set, 0 when theirs is not a positive number,
+ * MCA_BTL_OFI_SOCKETS_BUF_SZ when unset; 0 for every provider but sockets.
+ */
+int mca_btl_ofi_sockets_buf_size(const char *provider, const char *user);
+
+/**
+ * Give each TCP socket of this process connected to @p peer (an IPv4 or
+ * IPv6 address of @p peer_len bytes) a receive buffer of @p size bytes
+ * (SO_RCVBUF; the kernel caps it at net.core.rmem_max).  Listening
+ * sockets and sockets connected elsewhere are left alone.  Returns how
+ * many sockets took the size, -1 when the process's descriptors cannot be
+ * listed (/proc/self/fd).  libc only, so that a unit test drives it over
+ * loopback.
+ */
+int mca_btl_ofi_widen_sockets_to(const struct sockaddr *peer, size_t peer_len, int size);
 
 /*
  * What each process publishes about itself: the provider it chose and the

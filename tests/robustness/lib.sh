@@ -18,6 +18,10 @@ FAULTS_PASSED=0
 FAULTS_SKIPPED=0
 FAULTS_T0=$(date +%s)
 
+# Put in front of contrib/mpirun by faults_mpirun when set (a command and
+# its arguments, e.g. a network namespace of the case's own).
+FAULTS_WRAP=()
+
 # Output of the last faults_mpirun: rc, seconds, log path.
 MPI_RC=0
 MPI_SECS=0
@@ -105,14 +109,14 @@ faults_mpirun() {
     mkdir -p "$dir"
     MPI_LOG=$dir/$(echo "$name" | tr '/;: ' '____').log
     {
-        printf 'command: contrib/mpirun'
-        printf ' %q' "$@"
+        printf 'command:'
+        printf ' %q' "${FAULTS_WRAP[@]}" contrib/mpirun "$@"
         printf '\n'
     } >"$MPI_LOG"
     local start end
     start=$(date +%s.%N)
     set +e
-    timeout -k 15 "$limit" "$FAULTS_ROOT/contrib/mpirun" "$@" >>"$MPI_LOG" 2>&1 </dev/null
+    timeout -k 15 "$limit" "${FAULTS_WRAP[@]}" "$FAULTS_ROOT/contrib/mpirun" "$@" >>"$MPI_LOG" 2>&1 </dev/null
     MPI_RC=$?
     set -e
     end=$(date +%s.%N)

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -655,6 +659,72 @@ static void test_default_eager_limit(void **state)
     assert_int_equal(mca_btl_ofi_default_eager_limit("tcp;ofi_rxm", 8192), 8192);
 }
 
+static void test_sockets_buf_size(void **state)
+{
+    (void) state;
+    assert_int_equal(mca_btl_ofi_sockets_buf_size("sockets", NULL), MCA_BTL_OFI_SOCKETS_BUF_SZ);
+    /* the user's value stands, and a non-positive one means none */
+    assert_int_equal(mca_btl_ofi_sockets_buf_size("sockets", "1048576"), 1048576);
+    assert_int_equal(mca_btl_ofi_sockets_buf_size("sockets", "0"), 0);
+    assert_int_equal(mca_btl_ofi_sockets_buf_size("sockets", "-5"), 0);
+    assert_int_equal(mca_btl_ofi_sockets_buf_size("sockets", "lots"), 0);
+    /* nobody else reads it */
+    assert_int_equal(mca_btl_ofi_sockets_buf_size("tcp;ofi_rxm", NULL), 0);
+    assert_int_equal(mca_btl_ofi_sockets_buf_size("tcp", "1048576"), 0);
+    assert_int_equal(mca_btl_ofi_sockets_buf_size(NULL, NULL), 0);
+}
+
+static int rcvbuf_of(int fd)
+{
+    int size = 0;
+    socklen_t len = sizeof(size);
+    assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, &len), 0);
+    return size;
+}
+
+/* Over loopback: the connected socket whose peer is the listener's address
+ * takes the size; the listener and the accepted socket keep theirs. */
+static void test_widen_sockets_to(void **state)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET };
+    socklen_t len = sizeof(addr);
+    int listener, client, accepted, probe, expected, listener_before, accepted_before;
+    int size = 1024 * 1024;
+    (void) state;
+
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    listener = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(listener >= 0);
+    assert_int_equal(bind(listener, (struct sockaddr *) &addr, sizeof(addr)), 0);
+    assert_int_equal(listen(listener, 1), 0);
+    assert_int_equal(getsockname(listener, (struct sockaddr *) &addr, &len), 0);
+    client = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(client, (struct sockaddr *) &addr, sizeof(addr)), 0);
+    accepted = accept(listener, NULL, NULL);
+    assert_true(accepted >= 0);
+
+    /* what the kernel makes of the request (it doubles it, capped by rmem_max) */
+    probe = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(setsockopt(probe, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)), 0);
+    expected = rcvbuf_of(probe);
+    listener_before = rcvbuf_of(listener);
+    accepted_before = rcvbuf_of(accepted);
+
+    assert_int_equal(mca_btl_ofi_widen_sockets_to((struct sockaddr *) &addr, sizeof(addr), size),
+                     1);
+    assert_int_equal(rcvbuf_of(client), expected);
+    assert_int_equal(rcvbuf_of(listener), listener_before);
+    assert_int_equal(rcvbuf_of(accepted), accepted_before);
+
+    /* nothing is connected to a port nobody listens on */
+    close(accepted);
+    close(client);
+    close(listener);
+    close(probe);
+    assert_int_equal(mca_btl_ofi_widen_sockets_to((struct sockaddr *) &addr, sizeof(addr), size),
+                     0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -687,6 +757,8 @@ int main(void)
         cmocka_unit_test(test_wake_due),
         cmocka_unit_test(test_modex_carries_wake_address),
         cmocka_unit_test(test_default_eager_limit),
+        cmocka_unit_test(test_sockets_buf_size),
+        cmocka_unit_test(test_widen_sockets_to),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
