@@ -122,8 +122,25 @@ def check_capped():
     return 0
 
 
+def check_smoke_counts():
+    """Which cells without a number fail a smoke run."""
+    cases = [("ours", "capped", True), ("ours", "failed", True), ("raw", "timeout", True),
+             ("sm", "capped", False), ("sm", "failed", True), ("upstream", "capped", False),
+             ("upstream", "failed", False), ("mpich", "provider?", True),
+             ("nothread", "capped", False)]
+    bad = 0
+    for impl, word, want in cases:
+        got = driver.smoke_counts(impl, word)
+        if got != want:
+            print("FAIL  smoke counts %s %s: %s, want %s" % (impl, word, got, want))
+            bad += 1
+    if not bad:
+        print("ok    smoke counts: %d cases" % len(cases))
+    return bad
+
+
 def main():
-    bad = check_refusals() + check_rows() + check_capped()
+    bad = check_refusals() + check_rows() + check_capped() + check_smoke_counts()
     print("%s: %d failure(s)" % (os.path.basename(sys.argv[0]), bad))
     return 1 if bad else 0
 
