@@ -188,10 +188,9 @@ static void note_sockets_address(mca_btl_ofi_endpoint_t *endpoint, const void *n
 {
     const struct sockaddr *sa = name;
 
-    if (mca_btl_ofi_component.sockets_buf_sz <= 0
-        || 0 != strcmp(mca_btl_ofi_component.provider_name, "sockets")
-        || len > sizeof(endpoint->sock_name) || len < sizeof(sa->sa_family)
-        || (AF_INET != sa->sa_family && AF_INET6 != sa->sa_family)) {
+    /* sockets_buf_sz is positive on sockets only (mca_btl_ofi_sockets_buf_size) */
+    if (mca_btl_ofi_component.sockets_buf_sz <= 0 || len > sizeof(endpoint->sock_name)
+        || len < sizeof(sa->sa_family) || (AF_INET != sa->sa_family && AF_INET6 != sa->sa_family)) {
         return;
     }
     memcpy(&endpoint->sock_name, name, len);

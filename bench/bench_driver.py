@@ -73,9 +73,9 @@ LOCK_RANKS = 4
 LOCK_APPENDS_PER_RANK = 250
 # Tests measured at 8 bytes only: the atomics, busy-target and lock rows.
 ATOMICS = {"acc_lat", "gacc_lat", "fop_lat", "cas_lat"} | BUSY_TESTS | set(LOCK_TESTS)
-# Of those, the ones that should reach our atomics (busy_put_lat and
-# busy_get_lat are a put and a get)
-BTL_ATOMIC_TESTS = {"acc_lat", "gacc_lat", "fop_lat", "cas_lat", "busy_fop_lat"} | set(LOCK_TESTS)
+# Of those, the ones that should reach our atomics: busy_put_lat and
+# busy_get_lat are a put and a get
+BTL_ATOMIC_TESTS = ATOMICS - {"busy_put_lat", "busy_get_lat"}
 P2P_PROGRAM_NAME = {"pingpong": "pingpong", "p2p_bw": "bw"}
 # --many-to-one (osc_bench/p2p_bench -M: ranks 1..N-1 all to rank 0) runs
 # these; the others have no many-to-one form and read n/a.

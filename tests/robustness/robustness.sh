@@ -94,22 +94,32 @@ rx_below_rd_num_case() {
     fi
 }
 
-# The same small job many times: a hang that strikes one run in a few is
-# caught before CI is green by luck.  Stops at the first failure.
-repeat_case() {
-    local prov=$1 runs=$2 name
-    shift 2
-    name="p2p-repeat/$(echo "$prov" | tr ';' '+')"
-    local i sent_recv
+# Runs one 2-rank job RUNS times on PROV (through FAULTS_WRAP when set) and
+# stops at the first that hangs or is not exact, reporting it as a FAIL of
+# NAME (WHERE says under what, may be empty); returns 1 then, 0 when every
+# run was exact.
+repeat_exact() {
+    local name=$1 runs=$2 prov=$3 where=$4 i sent_recv
+    shift 4
     for i in $(seq 1 "$runs"); do
         faults_mpirun exhaust "$name" 30 -np 2 "${BASE[@]}" --mca btl_ofi_provider_include "$prov" "$@"
         if faults_timed_out || ! faults_exact "$MPI_LOG" 2; then
             sent_recv=$({ grep -a '^PVARS' "$MPI_LOG" || true; } | sed 's/.*\(rank=[0-9]*\).*\(send=[0-9]*\).*\(recv=[0-9]*\).*/\1 \2 \3/' | tr '\n' ' ')
-            faults_report FAIL exhaust "$name" "run $i of $runs: $(faults_timed_out && echo "hang (timed out after ${MPI_SECS}s)" || echo "rc=$MPI_RC") ${sent_recv:-no counters printed}; args: $*"
-            return
+            faults_report FAIL exhaust "$name" "run $i of $runs${where:+ ($where)}: $(faults_timed_out && echo "hang (timed out after ${MPI_SECS}s)" || echo "rc=$MPI_RC") ${sent_recv:-no counters printed}; args: $*"
+            return 1
         fi
     done
-    faults_report PASS exhaust "$name" "$runs runs exact; args: $*"
+}
+
+# The same small job many times: a hang that strikes one run in a few is
+# caught before CI is green by luck.
+repeat_case() {
+    local prov=$1 runs=$2 name
+    shift 2
+    name="p2p-repeat/$(echo "$prov" | tr ';' '+')"
+    if repeat_exact "$name" "$runs" "$prov" "" "$@"; then
+        faults_report PASS exhaust "$name" "$runs runs exact; args: $*"
+    fi
 }
 
 # sockets (libfabric 1.17) takes a message's 24-byte header only whole:
@@ -120,7 +130,7 @@ repeat_case() {
 # sized the buffers, 0 of 103 after); every launch must pass.  Needs root
 # (unshare -n).
 zero_window_case() {
-    local runs=$1 rmem=$2 name=sockets-zero-window i
+    local runs=$1 rmem=$2 name=sockets-zero-window
     shift 2
     if ! unshare -n true 2>/dev/null; then
         faults_report SKIP exhaust "$name" "no network namespace of our own (unshare -n: not root?)"
@@ -130,16 +140,10 @@ zero_window_case() {
     # "$@" are the inner shell's)
     # shellcheck disable=SC2016
     FAULTS_WRAP=(unshare -n sh -c 'ip link set lo up && sysctl -qw net.ipv4.tcp_rmem="4096 $0 33554432" && exec "$@"' "$rmem")
-    for i in $(seq 1 "$runs"); do
-        faults_mpirun exhaust "$name" 30 -np 2 "${BASE[@]}" --mca btl_ofi_provider_include sockets "$@"
-        if faults_timed_out || ! faults_exact "$MPI_LOG" 2; then
-            FAULTS_WRAP=()
-            faults_report FAIL exhaust "$name" "run $i of $runs (tcp_rmem $rmem): $(faults_timed_out && echo "hang (timed out after ${MPI_SECS}s)" || echo "rc=$MPI_RC"); args: $*"
-            return
-        fi
-    done
+    if repeat_exact "$name" "$runs" sockets "tcp_rmem $rmem" "$@"; then
+        faults_report PASS exhaust "$name" "$runs runs exact with receive buffers starting at $rmem bytes; args: $*"
+    fi
     FAULTS_WRAP=()
-    faults_report PASS exhaust "$name" "$runs runs exact with receive buffers starting at $rmem bytes; args: $*"
 }
 
 lane_exhaust() {
