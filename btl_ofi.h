@@ -114,6 +114,11 @@ typedef enum {
     MCA_BTL_OFI_CNT_MR_DEREG,
     MCA_BTL_OFI_CNT_WAKE_SENT,
     MCA_BTL_OFI_CNT_WAKE_RECV,
+    MCA_BTL_OFI_CNT_LOOK,       /**< the progress thread's looks */
+    MCA_BTL_OFI_CNT_LOOK_TIMER, /**< looks its timer started */
+    MCA_BTL_OFI_CNT_LOOK_WOKEN, /**< looks a waiting origin's wake-up started */
+    MCA_BTL_OFI_CNT_STEP_IN,    /**< contexts it progressed for an absent application */
+    MCA_BTL_OFI_CNT_EXPOSE,     /**< times memory became exposed after none was */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -422,8 +427,10 @@ typedef struct mca_btl_ofi_component_t {
     int output;                           /**< our verbose stream (common/ofi's) */
     int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
     int progress_idle_us;                 /**< app idle time after which the thread steps in */
-    int progress_wake_us; /**< wait without completions before waking the target's thread */
-    int progress_gap_us;  /**< least time between two looks of the thread */
+    int progress_wake_us;   /**< wait without completions before waking the target's thread */
+    int progress_gap_us;    /**< least time between two looks of the thread */
+    int progress_sleep_us;  /**< the thread's period while nothing is aimed at us */
+    int progress_linger_us; /**< how long the thread stays awake after the last sign of traffic */
     /** our locks and atomics are real: Open MPI runs threads or we run
      * our progress thread; set at init */
     bool threaded;
@@ -603,10 +610,22 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context);
 void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context);
 /** Progress every context of every module: the component's progress. */
 int mca_btl_ofi_progress(void);
-/** Start the progress thread over the open modules (component init). */
+/**
+ * Let a progress thread run over the open modules (component init).  It is
+ * created when memory is first exposed; with @p can_sleep (every peer can
+ * wake it) it sleeps while nothing is aimed at this process.
+ */
+void mca_btl_ofi_progress_thread_enable(bool can_sleep);
+/** Create the thread now, when enabled; component paths call expose instead. */
 int mca_btl_ofi_progress_thread_start(void);
-/** Stop and join it; does nothing when it is not running. */
+/** Stop and join it, and enable it no more; does nothing when it is not running. */
 void mca_btl_ofi_progress_thread_stop(void);
+/**
+ * A registration that peers may write, read or apply atomics to was taken
+ * (@p delta 1) or released (-1).  While none is held no peer can aim a
+ * one-sided operation at us, and the thread waits with no timer.
+ */
+void mca_btl_ofi_progress_expose(int delta);
 /** Progress every context of one module; returns the completions handed out. */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 

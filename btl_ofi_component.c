@@ -97,12 +97,26 @@ static int mca_btl_ofi_component_register(void)
                         "so that a target computing outside MPI serves them at once, in "
                         "microseconds; 0: never, the threads keep to btl_ofi_progress_idle_us "
                         "(0..1000000)",
-                        &c->progress_wake_us, 0);
+                        &c->progress_wake_us, 100);
     (void) register_int("progress_gap_us",
                         "Least time between two looks of the progress thread, however often "
                         "peers wake it, in microseconds: it shares its rank's core, and one "
                         "that runs too often is made to wait by the scheduler (0..1000000)",
                         &c->progress_gap_us, 60);
+    (void) register_int("progress_sleep_us",
+                        "How often the progress thread looks while nothing has been aimed at "
+                        "this process for btl_ofi_progress_linger_us (no wake-up, no "
+                        "completion), in microseconds; waiting origins wake it sooner. Applies "
+                        "only where every peer can wake the thread (btl_ofi_progress_wake_us "
+                        "above 0 and an address to publish), else it keeps "
+                        "btl_ofi_progress_idle_us (10..10000000)",
+                        &c->progress_sleep_us, 10000);
+    (void) register_int("progress_linger_us",
+                        "How long the progress thread keeps looking every "
+                        "btl_ofi_progress_idle_us after the last sign of traffic aimed at this "
+                        "process (a wake-up, a completion it read, operations of its own "
+                        "outstanding), in microseconds (0..10000000)",
+                        &c->progress_linger_us, 10000);
     (void) register_int("num_contexts_per_module",
                         "Communication contexts (TX/RX pairs) per module; more than 1 needs a "
                         "scalable endpoint and is clamped to what the domain offers (1..64)",
@@ -207,6 +221,8 @@ static int check_params(void)
     check_int_param("btl_ofi_progress_idle_us", &c->progress_idle_us, 10, 1000000);
     check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
     check_int_param("btl_ofi_progress_gap_us", &c->progress_gap_us, 0, 1000000);
+    check_int_param("btl_ofi_progress_sleep_us", &c->progress_sleep_us, 10, 10000000);
+    check_int_param("btl_ofi_progress_linger_us", &c->progress_linger_us, 0, 10000000);
     c->progress_thread = mca_btl_ofi_parse_progress_thread(progress_thread_param);
     if (c->progress_thread < 0) {
         opal_show_help("help-mpi-btl-ofi.txt", "bad progress thread", true,
@@ -628,24 +644,45 @@ static int open_modules(struct fi_info **nics, int count)
 
 /* The thread is decided per provider: one that moves data on its own
  * needs none.  Without it, progress stays the application's alone. */
+/* Whether every peer can wake our thread: our wake-up port is published
+ * and, in a job that spans nodes, our provider gave us an IPv4 address
+ * to publish with it. */
+static bool thread_can_sleep(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+
+    return c->progress_wake_us > 0 && 0 != mca_btl_ofi_wake_port()
+           && (job_on_one_node() || 0 != mca_btl_ofi_wake_ip4(c->modules[0]));
+}
+
 static void start_progress_thread(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     const char *why = NULL;
-    bool was_threaded = c->threaded;
+    bool can_sleep;
 
     if (!mca_btl_ofi_progress_thread_wanted(
             c->progress_thread, c->modules[0]->info->domain_attr->data_progress, &why)) {
         MCA_BTL_OFI_VERBOSE(1, "no progress thread: %s", why);
         return;
     }
+    /* the thread may come at any registration: the locks are real now */
     c->threaded = true;
-    if (OPAL_SUCCESS != mca_btl_ofi_progress_thread_start()) {
-        c->threaded = was_threaded;
-        return;
+    mca_btl_ofi_wake_listen(true);
+    can_sleep = thread_can_sleep();
+    mca_btl_ofi_progress_thread_enable(can_sleep);
+    if (can_sleep) {
+        MCA_BTL_OFI_VERBOSE(1,
+                            "progress thread on: %s; it starts when memory is first exposed, "
+                            "looks every %d us while traffic is aimed at this process and "
+                            "every %d us after %d us without, and waiting origins wake it",
+                            why, c->progress_idle_us, c->progress_sleep_us, c->progress_linger_us);
+    } else {
+        MCA_BTL_OFI_VERBOSE(1,
+                            "progress thread on: %s; it starts when memory is first exposed "
+                            "and looks every %d us while any is (no wake-ups reach it)",
+                            why, c->progress_idle_us);
     }
-    MCA_BTL_OFI_VERBOSE(1, "progress thread on: %s; it steps in after %d us without progress", why,
-                        c->progress_idle_us);
 }
 
 static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
@@ -782,6 +819,18 @@ static const struct {
                                     "operations waited (btl_ofi_progress_wake_us)" },
     [MCA_BTL_OFI_CNT_WAKE_RECV] = { "wake_recv_count",
                                     "Wake-ups our progress thread received from waiting origins" },
+    [MCA_BTL_OFI_CNT_LOOK] = { "look_count", "Looks of our progress thread at the contexts" },
+    [MCA_BTL_OFI_CNT_LOOK_TIMER] = { "look_timer_count",
+                                     "Looks of our progress thread that its timer started" },
+    [MCA_BTL_OFI_CNT_LOOK_WOKEN] = { "look_woken_count",
+                                     "Looks of our progress thread that a waiting origin's "
+                                     "wake-up started" },
+    [MCA_BTL_OFI_CNT_STEP_IN] = { "step_in_count",
+                                  "Contexts our progress thread progressed because the "
+                                  "application had not since its last look" },
+    [MCA_BTL_OFI_CNT_EXPOSE] = { "expose_count",
+                                 "Times memory became remotely accessible after none was (each "
+                                 "starts or wakes the progress thread)" },
 };
 
 static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)

@@ -619,24 +619,55 @@ int mca_btl_ofi_progress(void)
 /* ------------------------------------------------------------------ */
 /* The progress thread                                                 */
 
+/*
+ * A look costs the rank whose core the thread shares about 10 us (the
+ * wake-up, two context switches, the provider's progress, a colder cache):
+ * one every 100 us took 9.5 % of a computing rank's time.  So the thread
+ * looks only as often as a peer may need it (mca_btl_ofi_look_after_us):
+ * - while no registration of ours takes remote access, no peer can aim a
+ *   one-sided operation at us: no thread until the first one, then no
+ *   timer, only the kick of the next exposure;
+ * - while memory is exposed but nothing has been aimed at us for
+ *   btl_ofi_progress_linger_us: a look every btl_ofi_progress_sleep_us, a
+ *   safety net, provided every peer can wake the thread (an origin that
+ *   waits btl_ofi_progress_wake_us without completions sends a datagram);
+ * - within the linger time of a sign of traffic (a wake-up, a look that
+ *   found completions or operations of our own outstanding): a look every
+ *   btl_ofi_progress_idle_us, and at once when woken.
+ * A thread that sleeps for milliseconds is also one the scheduler lets
+ * preempt the computation as soon as it wakes.
+ */
+typedef enum {
+    LOOK_STOP,  /**< the thread must end */
+    LOOK_KICK,  /**< memory became exposed */
+    LOOK_TIMER, /**< the period is over */
+    LOOK_WOKEN, /**< a waiting origin's datagram */
+} look_cause_t;
+
 static struct {
     pthread_t thread;
-    int stop_fd;  /**< eventfd: readable once the thread must end */
-    bool running; /**< created and not joined; the application's side */
-} progress_thread = { .stop_fd = -1 };
+    int kick_fd;                 /**< eventfd: exposure began, or stopping is set */
+    volatile bool stopping;      /**< set before the last kick */
+    bool enabled;                /**< component init wants a thread */
+    bool can_sleep;              /**< peers can wake it: the sleep period applies */
+    bool running;                /**< created and not joined; under start_lock */
+    opal_atomic_int64_t exposed; /**< registrations with remote access held */
+    pthread_mutex_t start_lock;  /**< serialises creation against stop */
+} progress_thread = { .kick_fd = -1, .start_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* A context the application did not progress since the last look gets
- * the thread's progress; returns whether it did. */
-static bool look_at(mca_btl_ofi_context_t *context)
+ * the thread's progress; returns the completions that took, -1 when the
+ * application had progressed it. */
+static int look_at(mca_btl_ofi_context_t *context)
 {
     uint64_t seen = context->app_progress;
-    bool idle = seen == context->thread_seen;
+    int n = -1;
 
-    if (idle) {
-        (void) progress_context(context, false);
+    if (seen == context->thread_seen) {
+        n = progress_context(context, false);
     }
     context->thread_seen = seen;
-    return idle;
+    return n;
 }
 
 /* Every wake-up takes a core from a rank that may be spinning in MPI: while
@@ -654,64 +685,105 @@ static int next_interval_us(int interval, bool stepped_in)
                                                             : base * MCA_BTL_OFI_IDLE_BACKOFF;
 }
 
-static bool look_at_all(void)
+/* One look at every context.  Returns whether the thread stepped in for
+ * one; @p busy is set when traffic shows: completions it read, or
+ * operations of this process still outstanding. */
+static bool look_at_all(bool *busy)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     bool stepped_in = false;
 
     for (int m = 0; m < c->module_count; ++m) {
-        for (int i = 0; i < c->modules[m]->num_contexts; ++i) {
-            stepped_in |= look_at(c->modules[m]->contexts + i);
+        mca_btl_ofi_module_t *module = c->modules[m];
+        int steps = 0;
+
+        for (int i = 0; i < module->num_contexts; ++i) {
+            int n = look_at(module->contexts + i);
+
+            steps += n >= 0;
+            *busy |= n > 0 || module->contexts[i].outstanding > 0;
+        }
+        if (steps > 0) {
+            stepped_in = true;
+            mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_STEP_IN, (uint64_t) steps);
         }
     }
     return stepped_in;
 }
 
-/* Sleeps for @p timeout_us, until a peer wakes us when @p nfds is 2 (the
- * stop eventfd and the wake-up socket), or until we must stop; returns
- * false for the last. */
-static bool wait_for_look(struct pollfd *fds, nfds_t nfds, int timeout_us, int *wakeups)
+static void drain_kicks(void)
+{
+    uint64_t count;
+
+    while (read(progress_thread.kick_fd, &count, sizeof(count)) < 0 && EINTR == errno) {
+    }
+}
+
+/* Waits up to @p timeout_us (-1: no timer) on the kick eventfd and, when
+ * @p nfds is 2, the wake-up socket. */
+static look_cause_t wait_on(struct pollfd *fds, nfds_t nfds, int timeout_us, int *wakeups)
 {
     struct timespec timeout = { .tv_sec = timeout_us / 1000000,
                                 .tv_nsec = (long) (timeout_us % 1000000) * 1000 };
 
-    if (ppoll(fds, nfds, &timeout, NULL) <= 0) {
-        return true; /* the timer, or a signal: look either way */
+    if (ppoll(fds, nfds, timeout_us >= 0 ? &timeout : NULL, NULL) <= 0) {
+        return LOOK_TIMER; /* or a signal: look either way */
     }
     if (fds[0].revents & POLLIN) {
-        return false;
+        drain_kicks();
+        return progress_thread.stopping ? LOOK_STOP : LOOK_KICK;
     }
     if (nfds > 1 && (fds[1].revents & POLLIN)) {
         *wakeups += mca_btl_ofi_wake_drain();
+        return LOOK_WOKEN;
     }
-    return true;
+    return LOOK_TIMER;
 }
 
-/* Without wake-ups one wait will do (every wake-up of the thread costs its
- * rank's core a little); with them, the gap first, while wake-ups wait in
- * the socket, then the rest of the period or until a wake-up. */
-static bool sleep_until_look(struct pollfd *fds, int interval, int gap, int *wakeups)
+/* Without wake-ups, or with nothing exposed, one wait will do; with them,
+ * the gap first, while wake-ups wait in the socket, then the rest of the
+ * period or until a wake-up. */
+static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap, int *wakeups)
 {
-    if (fds[1].fd < 0) {
-        return wait_for_look(fds, 1, interval, wakeups);
+    look_cause_t cause;
+
+    if (fds[1].fd < 0 || timeout_us < 0) {
+        return wait_on(fds, 1, timeout_us, wakeups);
     }
-    return wait_for_look(fds, 1, gap, wakeups)
-           && wait_for_look(fds, 2, interval > gap ? interval - gap : 0, wakeups);
+    if (gap >= timeout_us) {
+        return wait_on(fds, 1, timeout_us, wakeups);
+    }
+    cause = wait_on(fds, 1, gap, wakeups);
+    return LOOK_TIMER == cause ? wait_on(fds, 2, timeout_us - gap, wakeups) : cause;
 }
 
-/* The thread looks every btl_ofi_progress_idle_us (more while the
- * application progresses by itself), or as soon as a peer wakes it, but
- * never sooner than btl_ofi_progress_gap_us after its last look: it shares
- * its rank's core, and a thread that wakes too often for it to preempt a
- * computing rank at once (measured: looks 40 us apart) makes 1-2 % of the
- * operations wait for the scheduler's next tick, 4 ms here.  A wake-up
- * that comes during the gap waits in the socket until the gap is over. */
+static void count_look(look_cause_t cause, int wakeups)
+{
+    mca_btl_ofi_module_t *first = mca_btl_ofi_component.modules[0];
+
+    mca_btl_ofi_count(first, MCA_BTL_OFI_CNT_LOOK, 1);
+    mca_btl_ofi_count(
+        first, LOOK_WOKEN == cause ? MCA_BTL_OFI_CNT_LOOK_WOKEN : MCA_BTL_OFI_CNT_LOOK_TIMER, 1);
+    if (wakeups > 0) {
+        mca_btl_ofi_count(first, MCA_BTL_OFI_CNT_WAKE_RECV, (uint64_t) wakeups);
+    }
+}
+
+/* A look happens when the plan's period is over or a peer wakes the
+ * thread, but never sooner than btl_ofi_progress_gap_us after the last
+ * one: a thread that wakes too often for the scheduler to let it preempt
+ * a computing rank at once (measured: looks 40 us apart) makes 1-2 % of
+ * the operations wait for the next tick, 4 ms here. */
 static void *progress_thread_main(void *arg)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    struct pollfd fds[2] = { { .fd = progress_thread.stop_fd, .events = POLLIN },
+    struct pollfd fds[2] = { { .fd = progress_thread.kick_fd, .events = POLLIN },
                              { .fd = mca_btl_ofi_wake_fd(), .events = POLLIN } };
-    int interval = c->progress_idle_us, gap = c->progress_gap_us;
+    mca_btl_ofi_look_plan_t plan = { .can_sleep = progress_thread.can_sleep,
+                                     .linger_ns = (int64_t) c->progress_linger_us * 1000,
+                                     .interval_us = c->progress_idle_us,
+                                     .sleep_us = c->progress_sleep_us };
+    int64_t last_traffic = mca_btl_ofi_now_ns();
 
     (void) arg;
     /* Linux lets a timed wait overrun by 50 us by default, half of a
@@ -719,59 +791,117 @@ static void *progress_thread_main(void *arg)
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     for (;;) {
         int wakeups = 0;
-        bool stepped_in;
+        bool busy = false, stepped_in;
+        look_cause_t cause;
 
-        if (!sleep_until_look(fds, interval, gap, &wakeups)) {
+        plan.exposed = progress_thread.exposed > 0;
+        plan.quiet_ns = mca_btl_ofi_now_ns() - last_traffic;
+        cause =
+            sleep_until_look(fds, mca_btl_ofi_look_after_us(&plan), c->progress_gap_us, &wakeups);
+        if (LOOK_STOP == cause) {
             break;
         }
-        stepped_in = look_at_all();
-        if (wakeups > 0) {
-            mca_btl_ofi_count(c->modules[0], MCA_BTL_OFI_CNT_WAKE_RECV, (uint64_t) wakeups);
+        if (LOOK_KICK == cause || progress_thread.exposed <= 0) {
+            /* the next plan sees the new exposure; an exposure that
+             * begins is likely followed by traffic */
+            last_traffic = mca_btl_ofi_now_ns();
+            continue;
         }
-        interval = next_interval_us(interval, stepped_in);
+        stepped_in = look_at_all(&busy);
+        count_look(cause, wakeups);
+        if (busy || LOOK_WOKEN == cause) {
+            last_traffic = mca_btl_ofi_now_ns();
+        }
+        plan.interval_us = next_interval_us(plan.interval_us, stepped_in);
     }
     return NULL;
+}
+
+void mca_btl_ofi_progress_thread_enable(bool can_sleep)
+{
+    progress_thread.enabled = true;
+    progress_thread.can_sleep = can_sleep;
+}
+
+static int start_locked(void)
+{
+    int rc;
+
+    if (progress_thread.running || !progress_thread.enabled) {
+        return OPAL_SUCCESS;
+    }
+    progress_thread.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (progress_thread.kick_fd < 0) {
+        MCA_BTL_OFI_VERBOSE(1, "no progress thread: eventfd failed: %s", strerror(errno));
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    progress_thread.stopping = false;
+    rc = pthread_create(&progress_thread.thread, NULL, progress_thread_main, NULL);
+    if (0 != rc) {
+        close(progress_thread.kick_fd);
+        progress_thread.kick_fd = -1;
+        MCA_BTL_OFI_VERBOSE(1, "no progress thread: pthread_create failed: %s", strerror(rc));
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    progress_thread.running = true;
+    MCA_BTL_OFI_VERBOSE(10, "progress thread started: memory is exposed");
+    return OPAL_SUCCESS;
 }
 
 int mca_btl_ofi_progress_thread_start(void)
 {
     int rc;
 
+    pthread_mutex_lock(&progress_thread.start_lock);
+    rc = start_locked();
+    pthread_mutex_unlock(&progress_thread.start_lock);
+    return rc;
+}
+
+static void kick(void)
+{
+    uint64_t one = 1;
+
+    while (write(progress_thread.kick_fd, &one, sizeof(one)) < 0 && EINTR == errno) {
+    }
+}
+
+void mca_btl_ofi_progress_expose(int delta)
+{
+    if (1 != delta) {
+        (void) opal_atomic_fetch_add_64(&progress_thread.exposed, delta);
+        return; /* the thread sees it at its next look */
+    }
+    if (0 != opal_atomic_fetch_add_64(&progress_thread.exposed, 1) || !progress_thread.enabled) {
+        return;
+    }
+    if (mca_btl_ofi_component.module_count > 0) {
+        mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_EXPOSE, 1);
+    }
+    pthread_mutex_lock(&progress_thread.start_lock);
     if (progress_thread.running) {
-        return OPAL_SUCCESS;
+        kick();
+    } else {
+        (void) start_locked();
     }
-    progress_thread.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (progress_thread.stop_fd < 0) {
-        MCA_BTL_OFI_VERBOSE(1, "no progress thread: eventfd failed: %s", strerror(errno));
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    rc = pthread_create(&progress_thread.thread, NULL, progress_thread_main, NULL);
-    if (0 != rc) {
-        close(progress_thread.stop_fd);
-        progress_thread.stop_fd = -1;
-        MCA_BTL_OFI_VERBOSE(1, "no progress thread: pthread_create failed: %s", strerror(rc));
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    progress_thread.running = true;
-    mca_btl_ofi_wake_listen(true);
-    MCA_BTL_OFI_VERBOSE(10, "progress thread started (steps in after %d us without progress)",
-                        mca_btl_ofi_component.progress_idle_us);
-    return OPAL_SUCCESS;
+    pthread_mutex_unlock(&progress_thread.start_lock);
 }
 
 void mca_btl_ofi_progress_thread_stop(void)
 {
-    uint64_t one = 1;
-
+    pthread_mutex_lock(&progress_thread.start_lock);
+    progress_thread.enabled = false;
+    mca_btl_ofi_wake_listen(false);
     if (!progress_thread.running) {
+        pthread_mutex_unlock(&progress_thread.start_lock);
         return;
     }
-    while (write(progress_thread.stop_fd, &one, sizeof(one)) < 0 && EINTR == errno) {
-    }
+    progress_thread.stopping = true;
+    kick();
     pthread_join(progress_thread.thread, NULL);
-    close(progress_thread.stop_fd);
-    progress_thread.stop_fd = -1;
-    mca_btl_ofi_wake_listen(false);
+    close(progress_thread.kick_fd);
+    progress_thread.kick_fd = -1;
     progress_thread.running = false;
+    pthread_mutex_unlock(&progress_thread.start_lock);
     MCA_BTL_OFI_VERBOSE(10, "progress thread stopped");
 }

@@ -103,16 +103,12 @@ static int deregister_region(void *reg_data, mca_rcache_base_registration_t *rca
     return OPAL_SUCCESS;
 }
 
-static mca_btl_base_registration_handle_t *
-mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint, void *base,
-                         size_t size, uint32_t flags)
+static mca_btl_ofi_reg_t *take_registration(mca_btl_ofi_module_t *module, void *base, size_t size,
+                                            int access)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    int access = flags & MCA_BTL_REG_FLAG_ACCESS_ANY;
     mca_btl_ofi_reg_t *reg = NULL;
     int rc;
 
-    (void) endpoint;
     if (module->bypass_cache) {
         reg = calloc(1, sizeof(*reg));
         if (NULL == reg) {
@@ -125,12 +121,38 @@ mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *en
             free(reg);
             return NULL;
         }
-        return &reg->handle;
+        return reg;
     }
     rc = module->rcache->rcache_register(module->rcache, base, size, 0, access,
                                          (mca_rcache_base_registration_t **) &reg);
-    if (OPAL_SUCCESS != rc || NULL == reg) {
+    return OPAL_SUCCESS == rc ? reg : NULL;
+}
+
+/* What peers may aim one-sided operations at: the progress thread runs
+ * only while some is held.  The registration's own flags count, not the
+ * caller's: grdma may hand back a cached one with more rights, and the
+ * release sees only those. */
+static bool exposes(const mca_btl_ofi_reg_t *reg)
+{
+    return 0
+           != (reg->base.access_flags
+               & (MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_WRITE
+                  | MCA_BTL_REG_FLAG_REMOTE_ATOMIC));
+}
+
+static mca_btl_base_registration_handle_t *
+mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint, void *base,
+                         size_t size, uint32_t flags)
+{
+    mca_btl_ofi_reg_t *reg = take_registration((mca_btl_ofi_module_t *) btl, base, size,
+                                               (int) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY));
+
+    (void) endpoint;
+    if (NULL == reg) {
         return NULL;
+    }
+    if (exposes(reg)) {
+        mca_btl_ofi_progress_expose(1);
     }
     return &reg->handle;
 }
@@ -163,6 +185,9 @@ static int mca_btl_ofi_deregister_mem(mca_btl_base_module_t *btl,
         (mca_btl_ofi_reg_t *) ((char *) handle - offsetof(mca_btl_ofi_reg_t, handle));
     int rc;
 
+    if (exposes(reg)) {
+        mca_btl_ofi_progress_expose(-1);
+    }
     if (module->bypass_cache) {
         rc = deregister_region(module, &reg->base);
         free(reg);

@@ -441,6 +441,18 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
     return true;
 }
 
+int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
+{
+    if (!plan->exposed) {
+        return -1;
+    }
+    if (!plan->can_sleep || plan->quiet_ns < plan->linger_ns
+        || plan->sleep_us <= plan->interval_us) {
+        return plan->interval_us;
+    }
+    return plan->sleep_us;
+}
+
 size_t mca_btl_ofi_default_eager_limit(const char *provider, size_t max_send_size)
 {
     /* measured here (README, Performance): 16-32 KiB messages on sockets

@@ -298,4 +298,27 @@ typedef struct mca_btl_ofi_stall_watch_t {
 bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t after_ns,
                           bool outstanding);
 
+/*
+ * The progress thread's period.  A look costs the rank whose core the thread
+ * shares about 10 us, so the thread looks only as often as a peer may need it.
+ */
+
+/** What the thread knows when it plans its next look. */
+typedef struct mca_btl_ofi_look_plan_t {
+    bool exposed;      /**< some registration of ours takes remote access */
+    bool can_sleep;    /**< every peer can wake the thread (wake-ups reach it) */
+    int64_t quiet_ns;  /**< since the last sign of traffic aimed at us */
+    int64_t linger_ns; /**< btl_ofi_progress_linger_us */
+    int interval_us;   /**< the awake period (btl_ofi_progress_idle_us, backed off) */
+    int sleep_us;      /**< btl_ofi_progress_sleep_us */
+} mca_btl_ofi_look_plan_t;
+
+/**
+ * Microseconds until the thread's next look: -1 (no timer) while nothing
+ * is exposed, since then no peer can aim an operation at us; the sleep
+ * period once traffic has been quiet for the linger time, where peers can
+ * wake the thread; the awake interval otherwise.
+ */
+int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);
+
 #endif /* MCA_BTL_OFI_VALIDATE_H */

@@ -39,9 +39,9 @@ BENCH_PVARS_DIR := $(BTL_OFI_ROOT)/tests/common
 MPI_BENCH_UTIL := $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BTL_OFI_ROOT)/bench/mpi_bench_util.h \
     $(BENCH_PVARS_DIR)/btl_ofi_pvars.c $(BENCH_PVARS_DIR)/btl_ofi_pvars.h
 
-BENCH_PROGS += $(BUILD)/osc_bench $(BUILD)/p2p_bench
+BENCH_PROGS += $(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax
 
-$(BUILD)/osc_bench $(BUILD)/p2p_bench: $(BUILD)/%: $(BTL_OFI_ROOT)/bench/%.c $(MPI_BENCH_UTIL)
+$(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax: $(BUILD)/%: $(BTL_OFI_ROOT)/bench/%.c $(MPI_BENCH_UTIL)
 	@mkdir -p $(@D)
 	$(MPICC) $(MPI_BENCH_CFLAGS) -I$(BENCH_PVARS_DIR) -o $@ $< \
 	    $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BENCH_PVARS_DIR)/btl_ofi_pvars.c

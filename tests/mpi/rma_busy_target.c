@@ -14,6 +14,11 @@
  * Each origin prints its slowest operation and its 99th percentile, and
  * every rank its btl/ofi counters, for the log; how fast is for the
  * benchmarks to say.
+ *
+ * With -q QUIET the origins first sleep QUIET seconds, no MPI call, while
+ * rank 0 already computes (QUIET + COMPUTE seconds in all): a target whose
+ * progress thread sleeps while nothing is aimed at it must still serve the
+ * first operation and every later one while it computes.
  */
 #include "common.h"
 
@@ -51,6 +56,7 @@ static double timed_flush(MPI_Win win, double *slowest)
 
 static void run_origin(tc_window_t *w, int rounds, double compute, double start)
 {
+    double first = 0.0;
     int64_t one = 1, *fetched = tc_malloc((size_t) rounds * sizeof(int64_t));
     double *lat = tc_malloc((size_t) rounds * 3 * sizeof(double)), slowest = 0.0, done;
     MPI_Aint counter = tc_disp(w, 0, SLOT_COUNTER * sizeof(int64_t));
@@ -64,6 +70,9 @@ static void run_origin(tc_window_t *w, int rounds, double compute, double start)
         TC_MPI(MPI_Fetch_and_op(&one, &fetched[r], MPI_INT64_T, 0, counter, MPI_SUM, w->win));
         timed_flush(w->win, &slowest);
         lat[n++] = tc_now() - t0;
+        if (0 == r) {
+            first = lat[0];
+        }
         t0 = tc_now();
         TC_MPI(MPI_Put(&value, 1, MPI_INT64_T, 0, mine, 1, MPI_INT64_T, w->win));
         timed_flush(w->win, &slowest);
@@ -77,9 +86,9 @@ static void run_origin(tc_window_t *w, int rounds, double compute, double start)
     }
     done = tc_now() - start;
     qsort(lat, (size_t) n, sizeof(double), compare_double);
-    printf("rank %d: %d rounds done %.3f s after the start (target computes %.1f s); slowest "
-           "operation %.3f ms, 99th percentile %.3f ms, median %.3f ms\n",
-           tc_rank, rounds, done, compute, 1e3 * lat[n - 1], 1e3 * lat[(n * 99) / 100],
+    printf("rank %d: %d rounds done %.3f s after the start (target computes %.1f s); first "
+           "operation %.3f ms, slowest %.3f ms, 99th percentile %.3f ms, median %.3f ms\n",
+           tc_rank, rounds, done, compute, 1e3 * first, 1e3 * lat[n - 1], 1e3 * lat[(n * 99) / 100],
            1e3 * lat[n / 2]);
     fflush(stdout);
     TC_CHECK(done < compute,
@@ -98,15 +107,17 @@ static void run_origin(tc_window_t *w, int rounds, double compute, double start)
 int main(int argc, char **argv)
 {
     int rounds = 100, opt;
-    double compute = 3.0, start;
+    double compute = 3.0, quiet = 0.0, start;
     tc_window_t w;
 
     tc_init(&argc, &argv, "rma_busy_target");
-    while ((opt = getopt(argc, argv, "r:s:")) != -1) {
+    while ((opt = getopt(argc, argv, "r:s:q:")) != -1) {
         if ('r' == opt) {
             rounds = atoi(optarg);
         } else if ('s' == opt) {
             compute = atof(optarg);
+        } else if ('q' == opt) {
+            quiet = atof(optarg);
         }
     }
     TC_CHECK(tc_size >= 2, "needs at least 2 ranks");
@@ -115,9 +126,12 @@ int main(int argc, char **argv)
     TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
     start = tc_now();
     if (0 == tc_rank) {
-        (void) compute_for(compute);
+        (void) compute_for(quiet + compute);
     } else {
-        run_origin(&w, rounds, compute, start);
+        if (quiet > 0.0) {
+            (void) usleep((useconds_t) (quiet * 1e6));
+        }
+        run_origin(&w, rounds, quiet + compute, start);
     }
     TC_MPI(MPI_Win_unlock_all(w.win));
     TC_MPI(MPI_Barrier(MPI_COMM_WORLD));

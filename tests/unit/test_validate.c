@@ -616,6 +616,41 @@ static void test_wake_due(void **state)
     assert_false(mca_btl_ofi_wake_due(&w, 10000000, 0, true));
 }
 
+/* ---- the progress thread's period ---- */
+
+static void test_look_after(void **state)
+{
+    mca_btl_ofi_look_plan_t plan = { .exposed = false, .can_sleep = true, .quiet_ns = 0,
+                                     .linger_ns = 10000000, .interval_us = 100,
+                                     .sleep_us = 10000 };
+
+    (void) state;
+    /* nothing exposed: no peer can need a look, so no timer at all */
+    assert_int_equal(-1, mca_btl_ofi_look_after_us(&plan));
+    plan.quiet_ns = 1000000000;
+    assert_int_equal(-1, mca_btl_ofi_look_after_us(&plan));
+    /* exposed, traffic within the linger time: awake */
+    plan.exposed = true;
+    plan.quiet_ns = plan.linger_ns - 1;
+    assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+    /* quiet for the whole linger time: asleep */
+    plan.quiet_ns = plan.linger_ns;
+    assert_int_equal(10000, mca_btl_ofi_look_after_us(&plan));
+    /* the backed-off interval counts while awake */
+    plan.quiet_ns = 0;
+    plan.interval_us = 1600;
+    assert_int_equal(1600, mca_btl_ofi_look_after_us(&plan));
+    /* a sleep period shorter than the interval never shortens it */
+    plan.quiet_ns = plan.linger_ns;
+    plan.sleep_us = 500;
+    assert_int_equal(1600, mca_btl_ofi_look_after_us(&plan));
+    /* nobody can wake it: it keeps the awake period however quiet */
+    plan.sleep_us = 10000;
+    plan.interval_us = 100;
+    plan.can_sleep = false;
+    assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+}
+
 static void test_modex_carries_wake_address(void **state)
 {
     const char *names[] = { "nic-zero" };
@@ -755,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_modex_parse),
         cmocka_unit_test(test_wake_route),
         cmocka_unit_test(test_wake_due),
+        cmocka_unit_test(test_look_after),
         cmocka_unit_test(test_modex_carries_wake_address),
         cmocka_unit_test(test_default_eager_limit),
         cmocka_unit_test(test_sockets_buf_size),

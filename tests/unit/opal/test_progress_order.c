@@ -218,7 +218,9 @@ static void run(interleave_fn_t interleave, int expect_delivered)
     fake.interleave = interleave;
     fake.queued = EVENTS;
     assert_int_equal(0, pthread_create(&fake.app, NULL, app_main, NULL));
-    assert_int_equal(OPAL_SUCCESS, mca_btl_ofi_progress_thread_start());
+    /* the thread comes with the first exposed registration */
+    mca_btl_ofi_progress_thread_enable(false);
+    mca_btl_ofi_progress_expose(1);
     assert_int_equal(0, pthread_join(fake.app, NULL));
     assert_true(fake.thread_waiting);
 
@@ -228,6 +230,7 @@ static void run(interleave_fn_t interleave, int expect_delivered)
         clock_gettime(CLOCK_MONOTONIC, &now);
     } while (fake.ndelivered < expect_delivered && now.tv_sec - start.tv_sec < WAIT_SEC);
     mca_btl_ofi_progress_thread_stop();
+    mca_btl_ofi_progress_expose(-1);
 }
 
 static void app_progresses(mca_btl_ofi_context_t *context)

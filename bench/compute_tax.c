@@ -1,0 +1,205 @@
+/* -*- Mode: C; c-basic-offset:4 ; indent-tabs-mode:nil -*- */
+/*
+ * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
+ * $COPYRIGHT$
+ *
+ * $HEADER$
+ */
+
+/*
+ * What an MPI library's progress costs a rank that computes: every rank
+ * runs the same fixed work with no MPI call inside and reports how long it
+ * took; bench/tax.py compares the times of one configuration against
+ * another (ours with and without its progress thread, btl/sm, upstream,
+ * MPICH).
+ *
+ *   compute_tax [-w] [-s PERIOD_US] [-n WORK] [-m]
+ *
+ *   -w      create an MPI_Win_create window (4 KiB per rank) and open an
+ *           MPI_Win_lock_all epoch before computing, as an RMA code would
+ *   -s P    serve: rank 0 does not compute but puts 8 bytes into rank 1's
+ *           window and flushes every P microseconds until rank 1 has
+ *           computed (implies -w; np 2)
+ *   -n N    units of work (each a pass over a 256 KiB array; default 4000)
+ *   -m      ask for MPI_THREAD_MULTIPLE (MPICH's asynchronous progress
+ *           needs it)
+ *
+ * Output, from rank 0: one line
+ *   TAX window=W serve=P ranks=R median_s=.. max_s=.. served=N
+ * where the times are the computing ranks' and served counts the puts
+ * that completed while rank 1 computed.  Also each rank's btl/ofi
+ * counters (PVARS lines) where btl/ofi is loaded.
+ */
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "btl_ofi_pvars.h"
+
+#define ARRAY_DOUBLES (256 * 1024 / sizeof(double))
+
+enum { SLOT_DATA, SLOT_DONE, SLOTS };
+
+static double now_s(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
+}
+
+/* Fixed work on a cache-sized array: what a look of another thread on
+ * this core costs shows as time, cache misses included. */
+static double compute(long units)
+{
+    static double a[ARRAY_DOUBLES];
+    double x = 1.0;
+
+    for (size_t i = 0; i < ARRAY_DOUBLES; ++i) {
+        a[i] = (double) i;
+    }
+    for (long u = 0; u < units; ++u) {
+        for (size_t i = 0; i < ARRAY_DOUBLES; ++i) {
+            a[i] = a[i] * 0.999999 + x;
+            x = a[i] * 1e-9;
+        }
+    }
+    return x + a[ARRAY_DOUBLES / 2];
+}
+
+static void die(const char *msg)
+{
+    fprintf(stderr, "compute_tax: %s\n", msg);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+/* Rank 0 while rank 1 computes: one 8-byte put and a flush every
+ * period_us, until rank 1's own put sets our done slot. */
+static long serve(MPI_Win win, volatile int64_t *mine, double period_us)
+{
+    int64_t value = 0;
+    long served = 0;
+    double next = now_s();
+
+    while (0 == mine[SLOT_DONE]) {
+        ++value;
+        MPI_Put(&value, 1, MPI_INT64_T, 1, SLOT_DATA, 1, MPI_INT64_T, win);
+        MPI_Win_flush(1, win);
+        MPI_Win_sync(win);
+        if (0 == mine[SLOT_DONE]) {
+            ++served;
+        }
+        next += 1e-6 * period_us;
+        while (now_s() < next && 0 == mine[SLOT_DONE]) {
+            MPI_Win_sync(win);
+        }
+    }
+    return served;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, opt, window = 0, multiple = 0, provided;
+    long units = 4000, served = 0;
+    double period_us = 0.0, took, *all = NULL, sink;
+    int64_t *mine = NULL;
+    MPI_Win win = MPI_WIN_NULL;
+
+    while ((opt = getopt(argc, argv, "ws:n:m")) != -1) {
+        switch (opt) {
+        case 'w':
+            window = 1;
+            break;
+        case 's':
+            period_us = atof(optarg);
+            window = 1;
+            break;
+        case 'n':
+            units = atol(optarg);
+            break;
+        case 'm':
+            multiple = 1;
+            break;
+        default:
+            fprintf(stderr, "usage: compute_tax [-w] [-s PERIOD_US] [-n WORK] [-m]\n");
+            return 2;
+        }
+    }
+    MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    (void) btl_ofi_pvars_open(); /* counts from here on: the look counts show the thread's cost */
+    if (period_us > 0.0 && size != 2) {
+        die("-s needs exactly 2 ranks");
+    }
+    if (window) {
+        MPI_Alloc_mem(SLOTS * sizeof(int64_t), MPI_INFO_NULL, &mine);
+        memset(mine, 0, SLOTS * sizeof(int64_t));
+        MPI_Win_create(mine, SLOTS * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL,
+                       MPI_COMM_WORLD, &win);
+        MPI_Win_lock_all(0, win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    took = now_s();
+    if (period_us > 0.0 && 0 == rank) {
+        served = serve(win, mine, period_us);
+        took = -1.0; /* not a computing rank */
+    } else {
+        sink = compute(units);
+        took = now_s() - took;
+        if (sink == 42.0) {
+            printf("(unlikely)\n");
+        }
+        if (period_us > 0.0) {
+            int64_t one = 1;
+            MPI_Put(&one, 1, MPI_INT64_T, 0, SLOT_DONE, 1, MPI_INT64_T, win);
+            MPI_Win_flush(0, win);
+        }
+    }
+
+    if (0 == rank) {
+        all = malloc((size_t) size * sizeof(double));
+    }
+    MPI_Gather(&took, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (0 == rank) {
+        double t[64], max = 0.0;
+        int n = 0;
+
+        for (int r = 0; r < size && n < 64; ++r) {
+            if (all[r] >= 0.0) {
+                t[n++] = all[r];
+                max = all[r] > max ? all[r] : max;
+            }
+        }
+        for (int i = 1; i < n; ++i) { /* insertion sort: a handful of ranks */
+            double v = t[i];
+            int j = i - 1;
+            for (; j >= 0 && t[j] > v; --j) {
+                t[j + 1] = t[j];
+            }
+            t[j + 1] = v;
+        }
+        printf("TAX window=%d serve=%.0f ranks=%d median_s=%.4f max_s=%.4f served=%ld\n", window,
+               period_us, n, n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), max, served);
+        fflush(stdout);
+        free(all);
+    }
+    if (window) {
+        MPI_Win_unlock_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    btl_ofi_pvars_print(stdout, rank);
+    btl_ofi_pvars_close();
+    if (window) {
+        MPI_Win_free(&win);
+        MPI_Free_mem(mine);
+    }
+    MPI_Finalize();
+    return 0;
+}

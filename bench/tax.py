@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""contrib/bench --tax: what progress costs a computing rank.
+
+Runs bench/compute_tax (fixed work, no MPI call inside, ranks bound one per
+core, np = cores) through each implementation, interleaved round by round,
+in three modes:
+
+  compute_tax        no window: a job that only computes and sends
+  compute_tax_win    an MPI_Win_create window and an MPI_Win_lock_all epoch
+  compute_tax_serve  the window, and rank 0 aims an 8-byte put and a flush
+                     at computing rank 1 every 100 us (np 2)
+
+and prints the median compute time of each, its ratio to ours with the
+progress thread off in the same mode (for serve: to the thread-off window
+run, the undisturbed computation), the puts served while rank 1 computed,
+and our progress thread's looks per second of computation (MPI_T).
+contrib/bench builds the programs and sets the environment; run that.
+"""
+
+import argparse
+import csv
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BTL_OFI_BUILD", os.path.join(ROOT, "build"))
+MPIRUN = os.path.join(ROOT, "contrib", "mpirun")
+MPIEXEC = os.path.join(ROOT, "contrib", "mpiexec")
+MPICH_BUILD = os.environ.get("BTL_OFI_MPICH_BUILD", "")
+MPICH_SKIP = os.environ.get("BTL_OFI_MPICH_SKIP", "") or \
+    ("" if MPICH_BUILD else "not built (contrib/setup --peers)")
+
+# (name, what it is)
+IMPLS = (("ours", "ours, progress thread default"),
+         ("nothread", "ours, btl_ofi_progress_thread off"),
+         ("sm", "btl/sm + osc/rdma"),
+         ("upstream", "upstream btl/ofi"),
+         ("mpich", "MPICH ch4:ofi"),
+         ("mpich_async", "MPICH ch4:ofi, MPIR_CVAR_ASYNC_PROGRESS=1"))
+MODES = (("compute_tax", []),
+         ("compute_tax_win", ["-w"]),
+         ("compute_tax_serve", ["-s", "100"]))
+TAX_RE = re.compile(r"^TAX window=\d+ serve=\S+ ranks=(\d+) median_s=(\S+) max_s=(\S+) "
+                    r"served=(\d+)")
+PVARS_RE = re.compile(r"^PVARS rank=(\d+) .* look=(-?\d+) ")
+
+
+def launch_cmd(impl, provider, np, args):
+    prog = os.path.join(BUILD, "compute_tax")
+    if impl.startswith("mpich"):
+        cmd = [MPIEXEC, "-n", str(np), "-bind-to", "core",
+               "-genv", "FI_PROVIDER", provider, "-genv", "MPIR_CVAR_NOLOCAL", "1"]
+        if impl == "mpich_async":
+            cmd += ["-genv", "MPIR_CVAR_ASYNC_PROGRESS", "1"]
+            args = args + ["-m"]
+        return cmd + [os.path.join(MPICH_BUILD, "compute_tax")] + args
+    cmd = [MPIRUN] + (["--stock"] if impl in ("sm", "upstream") else [])
+    cmd += ["-np", str(np), "--bind-to", "core", "--mca", "pml", "ob1", "--mca", "osc", "rdma"]
+    if impl in ("ours", "nothread"):
+        cmd += ["--mca", "btl", "ofi,self", "--mca", "btl_ofi_provider_include", provider]
+        if impl == "nothread":
+            cmd += ["--mca", "btl_ofi_progress_thread", "off"]
+    elif impl == "sm":
+        cmd += ["--mca", "btl", "sm,self"]
+    else:
+        cmd += ["--mca", "btl", "ofi,sm,self",
+                "--mca", "opal_common_ofi_provider_include", provider]
+    return cmd + [prog] + args
+
+
+def run_one(impl, mode_args, args):
+    np = 2 if "-s" in mode_args else args.np
+    cmd = launch_cmd(impl, args.provider, np, mode_args + ["-n", str(args.work)])
+    try:
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, timeout=args.timeout, check=False,
+                             universal_newlines=True, errors="replace").stdout
+    except subprocess.TimeoutExpired:
+        return None, "timeout"
+    result, looks = None, []
+    for line in out.splitlines():
+        m = TAX_RE.match(line)
+        if m:
+            result = {"median": float(m.group(2)), "served": int(m.group(4))}
+        m = PVARS_RE.match(line)
+        if m and int(m.group(2)) >= 0:
+            looks.append(int(m.group(2)))
+    if result is None:
+        tail = " | ".join(out.strip().splitlines()[-3:])
+        return None, "failed: " + tail[:300]
+    result["looks"] = max(looks) if looks else None
+    return result, ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--provider", default="tcp;ofi_rxm")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--work", type=int, default=4000,
+                    help="units of compute_tax work (about 0.3 ms each here)")
+    ap.add_argument("--np", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--impls", default="ours,nothread,sm,upstream,mpich,mpich_async")
+    ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+
+    impls = [i for i in args.impls.split(",") if i]
+    known = [name for name, _ in IMPLS]
+    bad = [i for i in impls if i not in known]
+    if bad or "ours" not in impls or "nothread" not in impls:
+        sys.exit("--impls takes ours, nothread and any of %s (got %s)" % (" ".join(known),
+                                                                         args.impls))
+    skipped = {}
+    if MPICH_SKIP:
+        for i in ("mpich", "mpich_async"):
+            if i in impls:
+                impls.remove(i)
+                skipped[i] = MPICH_SKIP
+    print("compute tax: provider %s, np %d (serve: 2), %d rounds, work %d, impls %s"
+          % (args.provider, args.np, args.rounds, args.work, ",".join(impls)), flush=True)
+    samples = {(i, m): [] for i in impls for m, _ in MODES}
+    problems = {}
+    for rnd in range(args.rounds):
+        for mode, mode_args in MODES:
+            for impl in impls:
+                res, why = run_one(impl, mode_args, args)
+                if res is None:
+                    problems[(impl, mode)] = why
+                    print("  round %d %s %s: %s" % (rnd + 1, mode, impl, why), flush=True)
+                    continue
+                samples[(impl, mode)].append(res)
+                print("  round %d %s %s: %.4f s, served %d, looks %s"
+                      % (rnd + 1, mode, impl, res["median"], res["served"], res["looks"]),
+                      flush=True)
+    rows = report(impls, samples, problems, skipped)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "compute_tax.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["benchmark", "impl", "median_s", "ratio_to_thread_off", "served",
+                        "looks_per_s", "n"])
+            w.writerows(rows)
+    failed = [k for k in (("ours", m) for m, _ in MODES) if not samples[k]]
+    return 1 if failed else 0
+
+
+def report(impls, samples, problems, skipped):
+    rows = []
+    print("\n| benchmark | implementation | compute (s) | / thread off | served | "
+          "thread looks/s |")
+    print("|---|---|---:|---:|---:|---:|")
+    for mode, _ in MODES:
+        base_mode = "compute_tax_win" if mode == "compute_tax_serve" else mode
+        base = samples.get(("nothread", base_mode)) or []
+        base_t = statistics.median(r["median"] for r in base) if base else None
+        for impl in impls:
+            got = samples[(impl, mode)]
+            if not got:
+                print("| %s | %s | %s | | | |" % (mode, impl, problems.get((impl, mode), "n/a")))
+                continue
+            t = statistics.median(r["median"] for r in got)
+            served = statistics.median(r["served"] for r in got)
+            looks = [r["looks"] / r["median"] for r in got if r["looks"] is not None]
+            rate = statistics.median(looks) if looks else None
+            ratio = t / base_t if base_t else None
+            rows.append([mode, impl, "%.4f" % t, "%.4f" % ratio if ratio else "",
+                         "%d" % served, "%.0f" % rate if rate is not None else "", len(got)])
+            print("| %s | %s | %.4f | %s | %s | %s |"
+                  % (mode, impl, t, "%.3f" % ratio if ratio else "n/a",
+                     "%d" % served if mode == "compute_tax_serve" else "",
+                     "%.0f" % rate if rate is not None else ""))
+    for impl, why in skipped.items():
+        print("(%s: %s)" % (impl, why))
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main())
