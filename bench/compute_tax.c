@@ -13,13 +13,15 @@
  * another (ours with and without its progress thread, btl/sm, upstream,
  * MPICH).
  *
- *   compute_tax [-w] [-s PERIOD_US] [-n WORK] [-m]
+ *   compute_tax [-w] [-s PERIOD_US | -i] [-n WORK] [-m]
  *
- *   -w      create an MPI_Win_create window (4 KiB per rank) and open an
- *           MPI_Win_lock_all epoch before computing, as an RMA code would
+ *   -w      create an MPI_Win_create window and open an MPI_Win_lock_all
+ *           epoch before computing, as an RMA code would
  *   -s P    serve: rank 0 does not compute but puts 8 bytes into rank 1's
  *           window and flushes every P microseconds until rank 1 has
- *           computed (implies -w; np 2)
+ *           computed, asleep in between (implies -w; np 2)
+ *   -i      idle: the same without the puts (rank 0 only looks every
+ *           100 us whether rank 1 is done): the time to compare -s with
  *   -n N    units of work (each a pass over a 256 KiB array; default 4000)
  *   -m      ask for MPI_THREAD_MULTIPLE (MPICH's asynchronous progress
  *           needs it)
@@ -27,11 +29,14 @@
  * Output, from rank 0: one line
  *   TAX window=W serve=P ranks=R median_s=.. max_s=.. served=N
  * where the times are the computing ranks' and served counts the puts
- * that completed while rank 1 computed.  Also each rank's btl/ofi
+ * that completed while rank 1 computed.  The 2 vCPUs here behave like SMT
+ * siblings (a rank computes twice as fast while the other core idles), so
+ * -s is compared with -i, never with both ranks computing.  Also each rank's btl/ofi
  * counters (PVARS lines) where btl/ofi is loaded.
  */
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +48,7 @@
 
 #define ARRAY_DOUBLES (256 * 1024 / sizeof(double))
 
-enum { SLOT_DATA, SLOT_DONE, SLOTS };
+enum { SLOT_DATA, SLOTS };
 
 static double now_s(void)
 {
@@ -78,55 +83,70 @@ static void die(const char *msg)
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
-/* Rank 0 while rank 1 computes: one 8-byte put and a flush every
- * period_us, until rank 1's own put sets our done slot. */
-static long serve(MPI_Win win, volatile int64_t *mine, double period_us)
+static void sleep_until(double when)
 {
+    struct timespec t;
+    double left = when - now_s();
+
+    if (left > 0.0) {
+        t.tv_sec = (time_t) left;
+        t.tv_nsec = (long) ((left - (double) t.tv_sec) * 1e9);
+        nanosleep(&t, NULL);
+    }
+}
+
+/* Rank 0 while rank 1 computes: every period_us, one 8-byte put and a
+ * flush when serving (period_us > 0), then a test of the barrier rank 1
+ * enters once it has computed; asleep in between, no MPI call, so that it
+ * takes nothing from the computing rank's core or its SMT sibling.
+ * Returns the puts that completed before rank 1 was done. */
+static long attend(MPI_Win win, double period_us, bool serving)
+{
+    MPI_Request done;
+    int finished = 0;
     int64_t value = 0;
     long served = 0;
     double next = now_s();
 
-    while (0 == mine[SLOT_DONE]) {
-        ++value;
-        MPI_Put(&value, 1, MPI_INT64_T, 1, SLOT_DATA, 1, MPI_INT64_T, win);
-        MPI_Win_flush(1, win);
-        MPI_Win_sync(win);
-        if (0 == mine[SLOT_DONE]) {
-            ++served;
+    MPI_Ibarrier(MPI_COMM_WORLD, &done);
+    while (!finished) {
+        if (serving) {
+            ++value;
+            MPI_Put(&value, 1, MPI_INT64_T, 1, SLOT_DATA, 1, MPI_INT64_T, win);
+            MPI_Win_flush(1, win);
         }
+        MPI_Test(&done, &finished, MPI_STATUS_IGNORE);
+        served += serving && !finished;
         next += 1e-6 * period_us;
-        while (now_s() < next && 0 == mine[SLOT_DONE]) {
-            MPI_Win_sync(win);
-        }
+        sleep_until(next);
     }
     return served;
 }
 
 int main(int argc, char **argv)
 {
-    int rank, size, opt, window = 0, multiple = 0, provided;
+    int rank, size, opt, window = 0, multiple = 0, idle = 0, provided;
     long units = 4000, served = 0;
     double period_us = 0.0, took, *all = NULL, sink;
     int64_t *mine = NULL;
     MPI_Win win = MPI_WIN_NULL;
 
-    while ((opt = getopt(argc, argv, "ws:n:m")) != -1) {
+    while ((opt = getopt(argc, argv, "ws:in:m")) != -1) {
         switch (opt) {
-        case 'w':
-            window = 1;
-            break;
+        case 'w': window = 1; break;
         case 's':
             period_us = atof(optarg);
             window = 1;
             break;
-        case 'n':
-            units = atol(optarg);
+        case 'i':
+            idle = 1;
+            period_us = 100.0;
+            window = 1;
             break;
-        case 'm':
-            multiple = 1;
-            break;
+        case 'n': units = atol(optarg); break;
+        case 'm': multiple = 1; break;
         default:
-            fprintf(stderr, "usage: compute_tax [-w] [-s PERIOD_US] [-n WORK] [-m]\n");
+            fprintf(stderr, "usage: compute_tax [-w] [-s PERIOD_US | -i] [-n WORK] [-m]\n");
             return 2;
         }
     }
@@ -135,7 +155,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     (void) btl_ofi_pvars_open(); /* counts from here on: the look counts show the thread's cost */
     if (period_us > 0.0 && size != 2) {
-        die("-s needs exactly 2 ranks");
+        die("-s and -i need exactly 2 ranks");
     }
     if (window) {
         MPI_Alloc_mem(SLOTS * sizeof(int64_t), MPI_INFO_NULL, &mine);
@@ -148,7 +168,7 @@ int main(int argc, char **argv)
 
     took = now_s();
     if (period_us > 0.0 && 0 == rank) {
-        served = serve(win, mine, period_us);
+        served = attend(win, period_us, !idle);
         took = -1.0; /* not a computing rank */
     } else {
         sink = compute(units);
@@ -157,9 +177,9 @@ int main(int argc, char **argv)
             printf("(unlikely)\n");
         }
         if (period_us > 0.0) {
-            int64_t one = 1;
-            MPI_Put(&one, 1, MPI_INT64_T, 0, SLOT_DONE, 1, MPI_INT64_T, win);
-            MPI_Win_flush(0, win);
+            MPI_Request done;
+            MPI_Ibarrier(MPI_COMM_WORLD, &done);
+            MPI_Wait(&done, MPI_STATUS_IGNORE);
         }
     }
 
@@ -186,7 +206,8 @@ int main(int argc, char **argv)
             t[j + 1] = v;
         }
         printf("TAX window=%d serve=%.0f ranks=%d median_s=%.4f max_s=%.4f served=%ld\n", window,
-               period_us, n, n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), max, served);
+               idle ? 0.0 : period_us, n, n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), max,
+               served);
         fflush(stdout);
         free(all);
     }

@@ -7,13 +7,17 @@ in three modes:
 
   compute_tax        no window: a job that only computes and sends
   compute_tax_win    an MPI_Win_create window and an MPI_Win_lock_all epoch
-  compute_tax_serve  the window, and rank 0 aims an 8-byte put and a flush
-                     at computing rank 1 every 100 us (np 2)
+  compute_tax_idle   the window, np 2: rank 1 computes alone while rank 0
+                     sleeps (it only tests a barrier every 100 us)
+  compute_tax_serve  the same, but rank 0 aims an 8-byte put and a flush at
+                     computing rank 1 every 100 us
 
 and prints the median compute time of each, its ratio to ours with the
-progress thread off in the same mode (for serve: to the thread-off window
-run, the undisturbed computation), the puts served while rank 1 computed,
-and our progress thread's looks per second of computation (MPI_T).
+progress thread off in the same mode (for serve: in the idle mode, the
+undisturbed computation; the 2 vCPUs here behave like SMT siblings, so a
+rank computes about twice as fast while the other idles), the puts served
+while rank 1 computed, and our progress thread's looks per second of
+computation (MPI_T).
 contrib/bench builds the programs and sets the environment; run that.
 """
 
@@ -42,6 +46,7 @@ IMPLS = (("ours", "ours, progress thread default"),
          ("mpich_async", "MPICH ch4:ofi, MPIR_CVAR_ASYNC_PROGRESS=1"))
 MODES = (("compute_tax", []),
          ("compute_tax_win", ["-w"]),
+         ("compute_tax_idle", ["-i"]),
          ("compute_tax_serve", ["-s", "100"]))
 TAX_RE = re.compile(r"^TAX window=\d+ serve=\S+ ranks=(\d+) median_s=(\S+) max_s=(\S+) "
                     r"served=(\d+)")
@@ -72,7 +77,7 @@ def launch_cmd(impl, provider, np, args):
 
 
 def run_one(impl, mode_args, args):
-    np = 2 if "-s" in mode_args else args.np
+    np = 2 if "-s" in mode_args or "-i" in mode_args else args.np
     cmd = launch_cmd(impl, args.provider, np, mode_args + ["-n", str(args.work)])
     try:
         out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -119,7 +124,7 @@ def main():
             if i in impls:
                 impls.remove(i)
                 skipped[i] = MPICH_SKIP
-    print("compute tax: provider %s, np %d (serve: 2), %d rounds, work %d, impls %s"
+    print("compute tax: provider %s, np %d (idle, serve: 2), %d rounds, work %d, impls %s"
           % (args.provider, args.np, args.rounds, args.work, ",".join(impls)), flush=True)
     samples = {(i, m): [] for i in impls for m, _ in MODES}
     problems = {}
@@ -153,7 +158,7 @@ def report(impls, samples, problems, skipped):
           "thread looks/s |")
     print("|---|---|---:|---:|---:|---:|")
     for mode, _ in MODES:
-        base_mode = "compute_tax_win" if mode == "compute_tax_serve" else mode
+        base_mode = "compute_tax_idle" if mode == "compute_tax_serve" else mode
         base = samples.get(("nothread", base_mode)) or []
         base_t = statistics.median(r["median"] for r in base) if base else None
         for impl in impls:
