@@ -41,10 +41,18 @@ MPI_BENCH_UTIL := $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BTL_OFI_ROOT)/bench/m
 
 BENCH_PROGS += $(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax
 
-$(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax: $(BUILD)/%: $(BTL_OFI_ROOT)/bench/%.c $(MPI_BENCH_UTIL)
+$(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax: $(BUILD)/%: $(BTL_OFI_ROOT)/bench/%.c $(MPI_BENCH_UTIL) \
+    $(BTL_OFI_ROOT)/bench/compute_work.h
 	@mkdir -p $(@D)
 	$(MPICC) $(MPI_BENCH_CFLAGS) -I$(BENCH_PVARS_DIR) -o $@ $< \
 	    $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BENCH_PVARS_DIR)/btl_ofi_pvars.c
+
+# What one look of a thread costs a computation on its core (no MPI).
+BENCH_PROGS += $(BUILD)/look_cost
+
+$(BUILD)/look_cost: $(BTL_OFI_ROOT)/bench/look_cost.c $(BTL_OFI_ROOT)/bench/compute_work.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -D_GNU_SOURCE -o $@ $< -lpthread
 
 # bench/startup.sh's program: launch and teardown only.
 BENCH_PROGS += $(BUILD)/bench/startup_hello

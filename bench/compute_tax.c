@@ -29,9 +29,9 @@
  * Output, from rank 0: one line
  *   TAX window=W serve=P ranks=R median_s=.. max_s=.. served=N
  * where the times are the computing ranks' and served counts the puts
- * that completed while rank 1 computed.  The 2 vCPUs here behave like SMT
- * siblings (a rank computes twice as fast while the other core idles), so
- * -s is compared with -i, never with both ranks computing.  Also each rank's btl/ofi
+ * that completed while rank 1 computed.  How fast one vCPU computes here
+ * depends on what the other does (up to 2 x), so -s is compared with -i,
+ * never with both ranks computing.  Also each rank's btl/ofi
  * counters (PVARS lines) where btl/ofi is loaded.
  */
 
@@ -45,37 +45,11 @@
 #include <unistd.h>
 
 #include "btl_ofi_pvars.h"
-
-#define ARRAY_DOUBLES (256 * 1024 / sizeof(double))
+#include "compute_work.h"
 
 enum { SLOT_DATA, SLOTS };
 
-static double now_s(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
-}
-
-/* Fixed work on a cache-sized array: what a look of another thread on
- * this core costs shows as time, cache misses included. */
-static double compute(long units)
-{
-    static double a[ARRAY_DOUBLES];
-    double x = 1.0;
-
-    for (size_t i = 0; i < ARRAY_DOUBLES; ++i) {
-        a[i] = (double) i;
-    }
-    for (long u = 0; u < units; ++u) {
-        for (size_t i = 0; i < ARRAY_DOUBLES; ++i) {
-            a[i] = a[i] * 0.999999 + x;
-            x = a[i] * 1e-9;
-        }
-    }
-    return x + a[ARRAY_DOUBLES / 2];
-}
+#define now_s compute_work_now
 
 static void die(const char *msg)
 {
@@ -133,7 +107,9 @@ int main(int argc, char **argv)
 
     while ((opt = getopt(argc, argv, "ws:in:m")) != -1) {
         switch (opt) {
-        case 'w': window = 1; break;
+        case 'w':
+            window = 1;
+            break;
         case 's':
             period_us = atof(optarg);
             window = 1;
@@ -143,8 +119,12 @@ int main(int argc, char **argv)
             period_us = 100.0;
             window = 1;
             break;
-        case 'n': units = atol(optarg); break;
-        case 'm': multiple = 1; break;
+        case 'n':
+            units = atol(optarg);
+            break;
+        case 'm':
+            multiple = 1;
+            break;
         default:
             fprintf(stderr, "usage: compute_tax [-w] [-s PERIOD_US | -i] [-n WORK] [-m]\n");
             return 2;
@@ -171,7 +151,7 @@ int main(int argc, char **argv)
         served = attend(win, period_us, !idle);
         took = -1.0; /* not a computing rank */
     } else {
-        sink = compute(units);
+        sink = compute_work(units);
         took = now_s() - took;
         if (sink == 42.0) {
             printf("(unlikely)\n");
