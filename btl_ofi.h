@@ -28,7 +28,8 @@
  *                        applies for providers without fi_atomic
  *   btl_ofi_frag.c       two-sided fragments and the active-message path
  *   btl_ofi_wake.c       the socket on which origins wake a target's progress
- *                        thread
+ *                        thread; plain data through btl_ofi_wake.h, so it
+ *                        needs nothing of this header
  *   btl_ofi_validate.c   decisions that need no Open MPI (unit-tested alone)
  *
  * Calls go one way: component -> module -> {endpoint, context, rdma,
@@ -79,6 +80,7 @@
 
 #include "btl_ofi_compat.h"
 #include "btl_ofi_validate.h"
+#include "btl_ofi_wake.h"
 
 BEGIN_C_DECLS
 
@@ -168,8 +170,7 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_ofi_module_t *module; /**< owning module */
     opal_atomic_int64_t outstanding;     /**< RMA operations in flight to this peer (atomic) */
     bool reachable;                      /**< false when no address could be made */
-    bool wakeable;                       /**< its progress thread takes wake-ups at wake_to */
-    struct sockaddr_in wake_to;          /**< btl_ofi_wake.c's address of that thread */
+    mca_btl_ofi_wake_to_t wake;          /**< where its progress thread takes wake-ups */
     /** sockets: the TCP socket our provider connected to this peer still
      * needs its receive buffer widened (mca_btl_ofi_sockets_widen); set at
      * creation, cleared once by a posting path (two that race only look
@@ -570,28 +571,6 @@ static inline void mca_btl_ofi_sockets_posted(mca_btl_ofi_endpoint_t *endpoint)
 /** Wake the progress thread of every peer this module's operations wait
  * on; returns how many were woken. */
 int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module);
-
-/* ------------------------------------------------------------------ */
-/* btl_ofi_wake.c: wake-ups of the progress thread                     */
-
-/** Open the process's wake-up socket (component init, when wanted). */
-int mca_btl_ofi_wake_open(void);
-void mca_btl_ofi_wake_close(void);
-/** The socket the progress thread waits on, or -1. */
-int mca_btl_ofi_wake_fd(void);
-/** Whether a progress thread reads the socket (thread start and stop). */
-void mca_btl_ofi_wake_listen(bool on);
-/** The port peers wake us at, 0 when we take none. */
-uint16_t mca_btl_ofi_wake_port(void);
-/** The IPv4 address (network order) other nodes reach us at, 0 if none. */
-uint32_t mca_btl_ofi_wake_ip4(const mca_btl_ofi_module_t *module);
-/** Where the peer's wake-ups go, from what it published. */
-void mca_btl_ofi_wake_peer_init(mca_btl_ofi_endpoint_t *endpoint, uint32_t ip4, uint16_t port,
-                                bool same_node);
-/** One wake-up to the peer's thread; returns whether it was sent. */
-bool mca_btl_ofi_wake_peer(const mca_btl_ofi_endpoint_t *endpoint);
-/** Read every wake-up queued for our thread; returns how many. */
-int mca_btl_ofi_wake_drain(void);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_context.c: contexts, CQs, progress                          */

@@ -644,6 +644,19 @@ static int open_modules(struct fi_info **nics, int count)
 
 /* The thread is decided per provider: one that moves data on its own
  * needs none.  Without it, progress stays the application's alone. */
+/* Without the socket, threads keep to their timer. */
+static void open_wake_socket(void)
+{
+    int err = mca_btl_ofi_wake_open();
+
+    if (0 == err) {
+        MCA_BTL_OFI_VERBOSE(10, "wake-ups: UDP socket open");
+    } else {
+        MCA_BTL_OFI_VERBOSE(1, "no wake-ups between progress threads: %s; threads keep their timer",
+                            strerror(err));
+    }
+}
+
 /* Whether every peer can wake our thread: our wake-up port is published
  * and, in a job that spans nodes, our provider gave us an IPv4 address
  * to publish with it. */
@@ -652,7 +665,10 @@ static bool thread_can_sleep(void)
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
 
     return c->progress_wake_us > 0 && 0 != mca_btl_ofi_wake_port()
-           && (job_on_one_node() || 0 != mca_btl_ofi_wake_ip4(c->modules[0]));
+           && (job_on_one_node()
+               || 0
+                      != mca_btl_ofi_wake_ip4(c->modules[0]->ep_name, c->modules[0]->ep_name_len,
+                                              c->modules[0]->info->addr_format));
 }
 
 static void start_progress_thread(void)
@@ -759,7 +775,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         goto out;
     }
     if (c->progress_wake_us > 0) {
-        (void) mca_btl_ofi_wake_open(); /* without it, threads keep to their timer */
+        open_wake_socket();
     }
     /* before the modex: it publishes where the thread takes wake-ups */
     start_progress_thread();

@@ -27,7 +27,7 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->module = NULL;
     ep->outstanding = 0;
     ep->reachable = false;
-    ep->wakeable = false;
+    ep->wake.reachable = false;
     ep->widen_socket = false;
 }
 OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, NULL);
@@ -105,7 +105,10 @@ int mca_btl_ofi_modex_send(void)
     hdr->module_count = (uint32_t) c->module_count;
     strncpy(hdr->provider, c->provider_name, sizeof(hdr->provider) - 1);
     hdr->wake_port = mca_btl_ofi_wake_port();
-    hdr->wake_ip4 = 0 != hdr->wake_port ? mca_btl_ofi_wake_ip4(c->modules[0]) : 0;
+    hdr->wake_ip4 = 0 != hdr->wake_port
+                        ? mca_btl_ofi_wake_ip4(c->modules[0]->ep_name, c->modules[0]->ep_name_len,
+                                               c->modules[0]->info->addr_format)
+                        : 0;
     p = (unsigned char *) (hdr + 1);
     for (int i = 0; i < c->module_count; ++i) {
         uint32_t n = (uint32_t) c->modules[i]->ep_name_len;
@@ -165,8 +168,8 @@ static void read_wake_address(mca_btl_ofi_endpoint_t *endpoint, const void *blob
 {
     const mca_btl_ofi_modex_hdr_t *hdr = blob;
 
-    mca_btl_ofi_wake_peer_init(endpoint, hdr->wake_ip4, hdr->wake_port,
-                               OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags));
+    mca_btl_ofi_wake_to_init(&endpoint->wake, hdr->wake_ip4, hdr->wake_port,
+                             OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags));
 }
 
 /*
@@ -339,7 +342,7 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
         return 0;
     }
     OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        if (endpoint->outstanding > 0 && mca_btl_ofi_wake_peer(endpoint)) {
+        if (endpoint->outstanding > 0 && mca_btl_ofi_wake_send(&endpoint->wake)) {
             ++woken;
         }
     }

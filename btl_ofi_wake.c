@@ -36,7 +36,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "btl_ofi.h"
+#include <rdma/fabric.h>
+
+#include "btl_ofi_validate.h"
+#include "btl_ofi_wake.h"
 
 static int wake_fd = -1;
 static uint16_t wake_port; /**< host order; meaningful while wake_fd >= 0 */
@@ -46,31 +49,24 @@ int mca_btl_ofi_wake_open(void)
 {
     struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
     socklen_t len = sizeof(me);
-    int fd;
+    int fd, err;
 
     if (wake_fd >= 0) {
-        return OPAL_SUCCESS;
+        return 0;
     }
     fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        goto fail;
+        return errno;
     }
     if (0 != bind(fd, (struct sockaddr *) &me, sizeof(me))
         || 0 != getsockname(fd, (struct sockaddr *) &me, &len)) {
-        goto fail;
+        err = errno;
+        close(fd);
+        return err;
     }
     wake_fd = fd;
     wake_port = ntohs(me.sin_port);
-    MCA_BTL_OFI_VERBOSE(10, "wake-ups: UDP port %u", (unsigned) wake_port);
-    return OPAL_SUCCESS;
-
-fail:
-    MCA_BTL_OFI_VERBOSE(1, "no wake-ups between progress threads: %s; threads keep their timer",
-                        strerror(errno));
-    if (fd >= 0) {
-        close(fd);
-    }
-    return OPAL_ERROR;
+    return 0;
 }
 
 void mca_btl_ofi_wake_close(void)
@@ -96,41 +92,39 @@ uint16_t mca_btl_ofi_wake_port(void)
     return (wake_fd >= 0 && listening) ? wake_port : 0;
 }
 
-uint32_t mca_btl_ofi_wake_ip4(const mca_btl_ofi_module_t *module)
+uint32_t mca_btl_ofi_wake_ip4(const void *ep_name, size_t len, uint32_t addr_format)
 {
     struct sockaddr_in sin;
 
-    if (NULL == module->ep_name || module->ep_name_len < sizeof(sin)
-        || (FI_SOCKADDR_IN != module->info->addr_format
-            && FI_SOCKADDR != module->info->addr_format)) {
+    if (NULL == ep_name || len < sizeof(sin)
+        || (FI_SOCKADDR_IN != addr_format && FI_SOCKADDR != addr_format)) {
         return 0;
     }
-    memcpy(&sin, module->ep_name, sizeof(sin));
+    memcpy(&sin, ep_name, sizeof(sin));
     return AF_INET == sin.sin_family ? sin.sin_addr.s_addr : 0;
 }
 
-void mca_btl_ofi_wake_peer_init(mca_btl_ofi_endpoint_t *endpoint, uint32_t ip4, uint16_t port,
-                                bool same_node)
+void mca_btl_ofi_wake_to_init(mca_btl_ofi_wake_to_t *wake, uint32_t ip4, uint16_t port,
+                              bool same_node)
 {
     mca_btl_ofi_wake_route_t route = mca_btl_ofi_wake_route(ip4, port, same_node);
 
-    endpoint->wakeable = MCA_BTL_OFI_WAKE_NONE != route;
-    memset(&endpoint->wake_to, 0, sizeof(endpoint->wake_to));
-    endpoint->wake_to.sin_family = AF_INET;
-    endpoint->wake_to.sin_port = htons(port);
-    endpoint->wake_to.sin_addr.s_addr =
-        MCA_BTL_OFI_WAKE_LOOPBACK == route ? htonl(INADDR_LOOPBACK) : ip4;
+    memset(wake, 0, sizeof(*wake));
+    wake->reachable = MCA_BTL_OFI_WAKE_NONE != route;
+    wake->to.sin_family = AF_INET;
+    wake->to.sin_port = htons(port);
+    wake->to.sin_addr.s_addr = MCA_BTL_OFI_WAKE_LOOPBACK == route ? htonl(INADDR_LOOPBACK) : ip4;
 }
 
-bool mca_btl_ofi_wake_peer(const mca_btl_ofi_endpoint_t *endpoint)
+bool mca_btl_ofi_wake_send(const mca_btl_ofi_wake_to_t *wake)
 {
     static const char ring = 1;
 
-    if (wake_fd < 0 || !endpoint->wakeable) {
+    if (wake_fd < 0 || !wake->reachable) {
         return false;
     }
-    return sendto(wake_fd, &ring, sizeof(ring), MSG_DONTWAIT,
-                  (const struct sockaddr *) &endpoint->wake_to, sizeof(endpoint->wake_to))
+    return sendto(wake_fd, &ring, sizeof(ring), MSG_DONTWAIT, (const struct sockaddr *) &wake->to,
+                  sizeof(wake->to))
            == (ssize_t) sizeof(ring);
 }
 
