@@ -124,7 +124,7 @@ repeat_case() {
 
 # sockets (libfabric 1.17) takes a message's 24-byte header only whole:
 # when a burst stops inside one and the receive buffer is small, TCP's
-# window closes for good (README: Status per provider).  In a network
+# window closes for good (docs/providers.md: "`sockets` and TCP's zero window").  In a network
 # namespace of its own whose tcp_rmem starts receive buffers at RMEM bytes,
 # the stall comes often (16384: 8 of 103 launches before the component
 # sized the buffers, 0 of 103 after); every launch must pass.  Needs root
