@@ -15,7 +15,7 @@
  * index.  One-sided operations map to fi_write/fi_read/fi_atomic; two-sided
  * traffic uses fi_send into pre-posted receive buffers.
  *
- * Which file owns what (README.md, "Reading the code", walks a put and an
+ * Which file owns what (docs/design.md, "Reading the code", walks a put and an
  * incoming message through them):
  *
  *   btl_ofi_component.c  parameters, provider discovery, component init,

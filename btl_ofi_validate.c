@@ -455,7 +455,7 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
 
 size_t mca_btl_ofi_default_eager_limit(const char *provider, size_t max_send_size)
 {
-    /* measured here (README, Performance): 16-32 KiB messages on sockets
+    /* measured here (docs/performance.md): 16-32 KiB messages on sockets
      * go twice as fast eagerly as through ob1's rendezvous (request, our
      * RDMA read, acknowledgement); on shm the rendezvous is faster (its
      * read is one cross-memory copy), and through tcp;ofi_rxm eager is
