@@ -4,7 +4,7 @@
 # by the origins that wait for it: with the thread's safety-net period at
 # 5 s, rma_busy_target's target computes for 1 s with nothing aimed at it
 # (its thread goes to sleep), then serves every operation while it computes
-# for 2 s more, and its counters show looks that wake-ups started.
+# for 3 s more, and its counters show looks that wake-ups started.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 require_smoke
@@ -17,12 +17,12 @@ expect_clamped_runs progress_linger_us 0 10000000 "20000000 10000000"
 
 JOB_NAME=asleep
 JOB_LOG=$PARAMS_LOGS/$PARAMS_TEST.asleep.log
-echo "job asleep: rma_busy_target -q 1 -s 2, btl_ofi_progress_sleep_us 5000000"
+echo "job asleep: rma_busy_target -q 1 -s 3, btl_ofi_progress_sleep_us 5000000"
 set +e
 timeout -k 10 "$PARAMS_TIMEOUT" "$PARAMS_ROOT/contrib/mpirun" -np 2 --oversubscribe \
     --mca pml ob1 --mca osc rdma --mca btl ofi,self \
     --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
-    --mca btl_ofi_progress_sleep_us 5000000 "$BUSY" -q 1 -s 2 >"$JOB_LOG" 2>&1 </dev/null
+    --mca btl_ofi_progress_sleep_us 5000000 "$BUSY" -q 1 -s 3 >"$JOB_LOG" 2>&1 </dev/null
 JOB_RC=$?
 set -e
 echo "  (exit status $JOB_RC, log $JOB_LOG)"
