@@ -44,8 +44,6 @@ SLURM=$ROOT/contrib/slurm
 SRUN=$ROOT/contrib/srun
 LOGDIR=${BTL_OFI_LOGDIR:-$BTL_OFI_BUILD/check-logs}/slurm
 TIMEOUT=${BTL_OFI_SLURM_TIMEOUT:-180}
-# the hosts lane's lock: one user of the simulated hosts at a time
-LANE_LOCK=/run/lock/btlofi-hosts-lane.lock
 PROVIDER="tcp;ofi_rxm"
 # the two-sided pipeline limits of p2p_sizes make 64 MiB slow on two cores
 SUITE_ENV=(P2P_SIZES_MAX=4194304)
@@ -60,46 +58,14 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-n_pass=0 n_fail=0 n_skip=0
-lane_start=$(date +%s)
-
-record() {
-    local status=$1
-    shift
-    case $status in
-    PASS) n_pass=$((n_pass + 1)) ;;
-    FAIL) n_fail=$((n_fail + 1)) ;;
-    SKIP) n_skip=$((n_skip + 1)) ;;
-    esac
-    printf '%s  slurm  %s\n' "$status" "$*"
-}
-
-summary() {
-    echo "slurm: $n_pass passed, $n_fail failed, $n_skip skipped in $(($(date +%s) - lane_start))s"
-}
-
-skip_lane() {
-    record SKIP "all  ($1)"
-    summary
-    exit 0
-}
-
-show_log_tail() {
-    echo "---- last 30 lines of $1 ----"
-    tail -n 30 "$1" | tr -d '\000' || true
-    echo "----"
-}
+LANE=slurm
+# shellcheck source=tests/common/lane.sh
+. "$ROOT/tests/common/lane.sh"
 
 # ------------------------------------------------------------------
 # Can this machine do it at all?
 
-[ "$(id -u)" = 0 ] || skip_lane "needs root for network namespaces and the daemons"
-command -v ip >/dev/null 2>&1 || skip_lane "iproute2 (ip) not installed"
-ip netns del btlofi-probe 2>/dev/null || true
-if ! ip netns add btlofi-probe 2>/dev/null; then
-    skip_lane "cannot create network namespaces here"
-fi
-ip netns del btlofi-probe
+lane_need_netns
 
 mkdir -p "$LOGDIR"
 # Slurm and munge (installed once), Open MPI and our component (cached)
@@ -122,17 +88,7 @@ if ! "$ROOT/contrib/setup" --distro >"$LOGDIR/setup-distro.log" 2>&1; then
     distro_ok=0
 fi
 
-mkdir -p "$(dirname "$LANE_LOCK")"
-exec 8>"$LANE_LOCK"
-flock -w 900 8 || die "another lane holds $LANE_LOCK"
-cleanup() {
-    "$SLURM" down >"$LOGDIR/down-at-exit.log" 2>&1 ||
-        echo "slurm: 'contrib/slurm down' failed, see $LOGDIR/down-at-exit.log" >&2
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+lane_take_hosts "$SLURM" down
 
 eval "$("$ROOT/contrib/env")"
 export OMPI_MCA_mpi_yield_when_idle=1
@@ -206,31 +162,26 @@ layout() {
     echo "-N $1 --ntasks-per-node=$2"
 }
 
-# srun_case NODES PER_NODE NAME [MANIFEST EXTRA...]
-srun_case() {
-    local nodes=$1 per=$2 name=$3
-    shift 3
+# suite_case srun|mpirun NODES PER_NODE NAME [MANIFEST EXTRA...]: a
+# program of tests/mpi started by srun --mpi=pmix (contrib/srun), or by
+# mpirun in an allocation of that shape, which takes its slots from Slurm
+# (no -np, no --host) and starts prted through srun.
+suite_case() {
+    local how=$1 nodes=$2 per=$3 name=$4
+    shift 4
     manifest_env "$@"
-    local label="srun  $name  np=$((nodes * per)) nodes=$nodes $PROVIDER${*:+  $*}"
+    local -a launch
+    if [ "$how" = srun ]; then
+        launch=("$SRUN")
+    else
+        launch=("$SLURM" run salloc --quiet)
+    fi
     # shellcheck disable=SC2046 # the layout's words
-    run_job "$label" - env "${BASE_ENV[@]}" OMPI_MCA_btl_ofi_provider_include="$PROVIDER" \
-        "${SUITE_ENV[@]}" ${JOB_ENV[@]+"${JOB_ENV[@]}"} \
-        "$SRUN" $(layout "$nodes" "$per") "$BTL_OFI_BUILD/mpi/$name" ${JOB_ARGS[@]+"${JOB_ARGS[@]}"}
-}
-
-# mpirun_case NODES PER_NODE NAME [MANIFEST EXTRA...]: mpirun in an
-# allocation of that shape; it takes its slots from Slurm (no -np, no
-# --host) and starts prted through srun.
-mpirun_case() {
-    local nodes=$1 per=$2 name=$3
-    shift 3
-    manifest_env "$@"
-    local label="mpirun  $name  np=$((nodes * per)) nodes=$nodes $PROVIDER${*:+  $*}"
-    # shellcheck disable=SC2046
-    run_job "$label" - env "${BASE_ENV[@]}" OMPI_MCA_btl_ofi_provider_include="$PROVIDER" \
-        "${SUITE_ENV[@]}" ${JOB_ENV[@]+"${JOB_ENV[@]}"} \
-        "$SLURM" run salloc --quiet $(layout "$nodes" "$per") \
-        mpirun --allow-run-as-root --bind-to none "$BTL_OFI_BUILD/mpi/$name" \
+    launch+=($(layout "$nodes" "$per"))
+    [ "$how" = srun ] || launch+=(mpirun --allow-run-as-root --bind-to none)
+    run_job "$how  $name  np=$((nodes * per)) nodes=$nodes $PROVIDER${*:+  $*}" - \
+        env "${BASE_ENV[@]}" OMPI_MCA_btl_ofi_provider_include="$PROVIDER" "${SUITE_ENV[@]}" \
+        ${JOB_ENV[@]+"${JOB_ENV[@]}"} "${launch[@]}" "$BTL_OFI_BUILD/mpi/$name" \
         ${JOB_ARGS[@]+"${JOB_ARGS[@]}"}
 }
 
@@ -426,25 +377,25 @@ up_case 3
 # serve every simulated node: more ranks a program make the lane slow, not
 # the test stronger.)
 while read -r name _; do
-    srun_case 2 1 "$name"
+    suite_case srun 2 1 "$name"
 done < <(manifest_programs)
-srun_case 2 1 rma_dyn_list -- -n 250 -l shared
-srun_case 2 1 rma_busy_target --mca btl_ofi_progress_idle_us 100000 --mca btl_ofi_progress_wake_us 30
-srun_case 2 1 rma_spin_lock -- -t 2
-srun_case 3 1 rma_flush_notify -- -r 300
+suite_case srun 2 1 rma_dyn_list -- -n 250 -l shared
+suite_case srun 2 1 rma_busy_target --mca btl_ofi_progress_idle_us 100000 --mca btl_ofi_progress_wake_us 30
+suite_case srun 2 1 rma_spin_lock -- -t 2
+suite_case srun 3 1 rma_flush_notify -- -r 300
 for name in rma_atomics rma_busy_target rma_spin_lock p2p_matching; do
-    srun_case 2 2 "$name"
+    suite_case srun 2 2 "$name"
 done
 for name in rma_atomics p2p_collectives; do
-    srun_case 3 2 "$name"
+    suite_case srun 3 2 "$name"
 done
 
 # mpirun inside an allocation
 for name in rma_atomics rma_busy_target rma_spin_lock p2p_mixed; do
-    mpirun_case 2 2 "$name"
+    suite_case mpirun 2 2 "$name"
 done
-mpirun_case 3 1 rma_flush_notify -- -r 300
-mpirun_case 3 2 p2p_collectives
+suite_case mpirun 3 1 rma_flush_notify -- -r 300
+suite_case mpirun 3 2 p2p_collectives
 
 # a batch script with an mpirun step and an srun step
 batch_case() {
@@ -514,10 +465,10 @@ run_job "nics  p2p_sizes  np=4 nodes=2 nics=2 $PROVIDER  (a module per NIC on ev
 
 # down: nothing left
 trap - EXIT
-if "$SLURM" down >"$LOGDIR/down.log" 2>&1; then
+if "$SLURM" down >"$LOGDIR/down-final.log" 2>&1; then
     record PASS "down  contrib/slurm down  (no process, mount or namespace left)"
 else
-    record FAIL "down  contrib/slurm down  ($(tail -n 3 "$LOGDIR/down.log" | tr '\n' ' '))"
+    record FAIL "down  contrib/slurm down  ($(tail -n 3 "$LOGDIR/down-final.log" | tr '\n' ' '))"
 fi
 
 summary
