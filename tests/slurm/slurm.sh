@@ -134,7 +134,9 @@ run_job() {
     start=$(date +%s.%N)
     timeout -k 10 "$TIMEOUT" "$@" </dev/null >>"$log" 2>&1 || rc=$?
     took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
-    if [ $rc = 124 ] || [ $rc = 137 ]; then
+    # (137 is also srun's own status when a task was killed: a timeout only
+    # if the limit passed)
+    if [ $rc = 124 ] || { [ $rc = 137 ] && [ "${took%%.*}" -ge "$TIMEOUT" ]; }; then
         # the job may outlive its srun: cancel whatever runs
         "$SLURM" run scancel --user=root >/dev/null 2>&1 || true
         record FAIL "$label  ($took, timed out after ${TIMEOUT}s, log $log)"
