@@ -94,6 +94,7 @@ eval "$("$ROOT/contrib/env")"
 export OMPI_MCA_mpi_yield_when_idle=1
 # our component and osc/rdma for every job, through the environment that
 # srun and mpirun pass on to the ranks
+# shellcheck disable=SC2054 # (ofi,self is one value)
 BASE_ENV=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=ofi,self OMPI_MCA_osc=rdma)
 
 safe_name() {
@@ -178,8 +179,9 @@ suite_case() {
     else
         launch=("$SLURM" run salloc --quiet)
     fi
-    # shellcheck disable=SC2046 # the layout's words
-    launch+=($(layout "$nodes" "$per"))
+    local -a shape
+    read -r -a shape <<<"$(layout "$nodes" "$per")"
+    launch+=("${shape[@]}")
     [ "$how" = srun ] || launch+=(mpirun --allow-run-as-root --bind-to none)
     run_job "$how  $name  np=$((nodes * per)) nodes=$nodes $PROVIDER${*:+  $*}" - \
         env "${BASE_ENV[@]}" OMPI_MCA_btl_ofi_provider_include="$PROVIDER" "${SUITE_ENV[@]}" \
@@ -359,7 +361,8 @@ kill_rank_case() {
 # The runs
 
 up_case() {
-    local args=("$@") log=$LOGDIR/up-$(safe_name "$*").log
+    local args=("$@") log
+    log=$LOGDIR/up-$(safe_name "$*").log
     if "$SLURM" up "${args[@]}" >"$log" 2>&1; then
         record PASS "up  contrib/slurm up ${args[*]}"
     else
