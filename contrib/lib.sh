@@ -168,6 +168,22 @@ manifest_lines() {
     awk '{ sub(/#.*/, "") } NF { printf "%d\t%s\n", NR, $0 }' "$1"
 }
 
+# manifest_programs: NAME NPS PROVIDERS of every manifest line without
+# extra arguments, one line per program (the distro and slurm lanes run
+# each program once).
+manifest_programs() {
+    local manifest line
+    for manifest in "$BTL_OFI_ROOT"/tests/mpi/*.tests; do
+        [ -f "$manifest" ] || continue
+        local lineno
+        while IFS=$'\t' read -r lineno line; do
+            local -a fields=()
+            read -r -a fields <<<"$line"
+            [ ${#fields[@]} -eq 3 ] && echo "${fields[*]}"
+        done < <(manifest_lines "$manifest")
+    done | awk '!seen[$1]++'
+}
+
 # mpi_test_command PROGRAM NP PROVIDER [MPIRUN ARGS...] [-- PROGRAM ARGS...]:
 # sets MPI_TEST_CMD to the launch of one manifest line's case (after
 # contrib/mpirun and its own options): our btl/ofi and osc/rdma on

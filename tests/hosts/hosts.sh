@@ -43,7 +43,6 @@ HOSTS=$ROOT/contrib/hosts
 MPIRUN=$ROOT/contrib/mpirun
 LOGDIR=${BTL_OFI_LOGDIR:-$BTL_OFI_BUILD/check-logs}/hosts
 TIMEOUT=${BTL_OFI_HOSTS_TIMEOUT:-300}
-LANE_LOCK=/run/lock/btlofi-hosts-lane.lock
 DEFAULT_PROVIDERS=("tcp;ofi_rxm" sockets)
 # the same component selection as the mpi lane of contrib/check
 BASE_ARGS=(--mca pml ob1 --mca btl "ofi,self" --mca osc rdma)
@@ -67,62 +66,17 @@ if [ ${#providers[@]} = 0 ]; then
     [ $quick = 0 ] || providers=("tcp;ofi_rxm")
 fi
 
-n_pass=0 n_fail=0 n_skip=0
-lane_start=$(date +%s)
-
-record() {
-    local status=$1
-    shift
-    case $status in
-    PASS) n_pass=$((n_pass + 1)) ;;
-    FAIL) n_fail=$((n_fail + 1)) ;;
-    SKIP) n_skip=$((n_skip + 1)) ;;
-    esac
-    printf '%s  hosts  %s\n' "$status" "$*"
-}
-
-summary() {
-    echo "hosts: $n_pass passed, $n_fail failed, $n_skip skipped in $(($(date +%s) - lane_start))s"
-}
-
-skip_lane() {
-    record SKIP "all np=- hosts=- -  ($1)"
-    summary
-    exit 0
-}
-
-show_log_tail() {
-    echo "---- last 30 lines of $1 ----"
-    tail -n 30 "$1" | tr -d '\000' || true
-    echo "----"
-}
+LANE=hosts LANE_SKIP_LABEL="all np=- hosts=- -"
+# shellcheck source=tests/common/lane.sh
+. "$ROOT/tests/common/lane.sh"
 
 # ------------------------------------------------------------------
 # Can this machine do it at all?
 
-[ "$(id -u)" = 0 ] || skip_lane "needs root for network namespaces"
-command -v ip >/dev/null 2>&1 || skip_lane "iproute2 (ip) not installed"
-ip netns del btlofi-probe 2>/dev/null || true
-if ! ip netns add btlofi-probe 2>/dev/null; then
-    skip_lane "cannot create network namespaces here"
-fi
-ip netns del btlofi-probe
+lane_need_netns
 [ -x "$BTL_OFI_PREFIX/bin/mpirun" ] || skip_lane "no Open MPI in $BTL_OFI_PREFIX (contrib/setup)"
 
-# One lane at a time: the hosts are shared, and down kills what runs in them.
-mkdir -p "$(dirname "$LANE_LOCK")"
-exec 8>"$LANE_LOCK"
-flock -w 900 8 || die "another hosts lane holds $LANE_LOCK"
-
-mkdir -p "$LOGDIR"
-cleanup() {
-    "$HOSTS" down >"$LOGDIR/down.log" 2>&1 || echo "hosts: 'contrib/hosts down' failed, see $LOGDIR/down.log" >&2
-}
-trap cleanup EXIT
-# a lane killed by timeout or ^C still takes its hosts down
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+lane_take_hosts "$HOSTS" down
 # start from nothing: hosts left by an earlier run may have other NICs
 "$HOSTS" down >"$LOGDIR/down.log" 2>&1 || true
 
