@@ -136,11 +136,6 @@ static void probe_provider_atomics(mca_btl_ofi_module_t *module)
     if (float_add) {
         supports |= MCA_BTL_ATOMIC_SUPPORTS_FLOAT;
     }
-    /* every atomic goes through the NIC, so they are atomic with respect to
-     * each other across all peers */
-    if (supports) {
-        supports |= MCA_BTL_ATOMIC_SUPPORTS_GLOB;
-    }
     module->super.btl_atomic_flags = supports;
     if (0 == (supports & MCA_BTL_ATOMIC_SUPPORTS_ADD)) {
         module->super.btl_flags &= ~(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);
@@ -612,7 +607,7 @@ static int apply_at_target(mca_btl_ofi_module_t *module)
                                      | MCA_BTL_ATOMIC_SUPPORTS_LAND | MCA_BTL_ATOMIC_SUPPORTS_LOR
                                      | MCA_BTL_ATOMIC_SUPPORTS_LXOR | MCA_BTL_ATOMIC_SUPPORTS_SWAP
                                      | MCA_BTL_ATOMIC_SUPPORTS_CSWAP | MCA_BTL_ATOMIC_SUPPORTS_32BIT
-                                     | MCA_BTL_ATOMIC_SUPPORTS_FLOAT | MCA_BTL_ATOMIC_SUPPORTS_GLOB;
+                                     | MCA_BTL_ATOMIC_SUPPORTS_FLOAT;
     module->super.btl_flags |= MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS;
     MCA_BTL_OFI_VERBOSE(1, "%s: the provider has no atomics: applying them at the target",
                         module->device_name);
@@ -657,6 +652,42 @@ static void report_emulation(mca_btl_ofi_module_t *module)
 #endif
 }
 
+/*
+ * The providers whose atomics the target's CPU applies with atomic
+ * instructions: libfabric's software atomics (prov/util's ofi_atomic
+ * handlers, __atomic builtins), which sockets, shm and every ofi_rxm
+ * layering use.  Not a NIC's atomics.
+ */
+#define BTL_OFI_CPU_ATOMIC_PROVIDERS "sockets,shm,ofi_rxm"
+
+/*
+ * MCA_BTL_ATOMIC_SUPPORTS_GLOB: our atomics are atomic with respect to the
+ * CPU's.  It lets osc/rdma, in a job that spans nodes, take a window's lock
+ * words of its own node with CPU atomics and reach same-node peers' memory
+ * of an MPI_Win_allocate window with loads and stores, instead of sending
+ * every operation through the provider to the node leader's endpoint (on
+ * tcp;ofi_rxm a loopback TCP connection; about 100 times slower per ARMCI
+ * strided put, README "Clients").  True when the target's CPU applies
+ * every atomic: ours (apply_at_target's compare-and-swap loop) or a
+ * provider of BTL_OFI_CPU_ATOMIC_PROVIDERS.  osc/rdma (4.1 to 5.0.x) reads
+ * the flag in btl_flags, although btl.h defines it among the atomic flags,
+ * so it is set in both (nothing else of btl_flags uses 0x20000000).
+ */
+static void advertise_cpu_coherence(mca_btl_ofi_module_t *module)
+{
+    bool cpu = module->emulate_atomics
+               || mca_btl_ofi_list_names(BTL_OFI_CPU_ATOMIC_PROVIDERS,
+                                         module->info->fabric_attr->prov_name);
+
+    if (!cpu || 0 == (module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD)) {
+        return;
+    }
+    module->super.btl_atomic_flags |= MCA_BTL_ATOMIC_SUPPORTS_GLOB;
+    module->super.btl_flags |= MCA_BTL_ATOMIC_SUPPORTS_GLOB;
+    MCA_BTL_OFI_VERBOSE(10, "%s: atomics are applied by the target's CPU: global atomicity",
+                        module->device_name);
+}
+
 /* Target-applied atomics travel as messages, so they need two-sided
  * traffic; without it a provider without atomics gets none.  A provider
  * that does not offer FI_ATOMIC (efa-direct) is not asked what it has. */
@@ -676,8 +707,12 @@ int mca_btl_ofi_atomics_setup(mca_btl_ofi_module_t *module)
     if (module->two_sided
         && (mca_btl_ofi_component.emulate_atomics
             || 0 == (module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD))) {
-        return apply_at_target(module);
+        int rc = apply_at_target(module);
+        if (OPAL_SUCCESS != rc) {
+            return rc;
+        }
     }
+    advertise_cpu_coherence(module);
     return OPAL_SUCCESS;
 }
 

@@ -101,6 +101,20 @@ fi_info_cmd() {
     fi
 }
 
+# ARMCI-MPI, the one-sided library Global Arrays and NWChem run on
+# (contrib/setup --clients, the clients lane): the upstream tarball of
+# Debian trixie's armci-mpi source package, autogen'd once in the cache and
+# built out of tree for each Open MPI ("ompi": ours, 5.0.7; "distro": the
+# distribution's) with its mpicc.
+BTL_OFI_ARMCI_VERSION=0.4
+BTL_OFI_ARMCI_DEBVER=0.4-6
+BTL_OFI_ARMCI_SRC=$BTL_OFI_CACHE/src/armci-mpi-$BTL_OFI_ARMCI_VERSION
+
+# armci_build_dir FLAVOUR: where ARMCI-MPI is built for FLAVOUR (ompi, distro).
+armci_build_dir() {
+    echo "$BTL_OFI_CACHE/armci-mpi-$BTL_OFI_ARMCI_VERSION-$1"
+}
+
 # ------------------------------------------------------------------
 # The distribution's Open MPI (contrib/setup --distro): Debian's packages,
 # their source package configured for its headers only, and our component

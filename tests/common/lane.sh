@@ -1,10 +1,10 @@
 # Helpers of the lane scripts that print one line per case and run on the
-# simulated hosts (tests/hosts/hosts.sh, tests/slurm/slurm.sh).  Sourced
+# simulated hosts (tests/hosts/hosts.sh, tests/slurm/slurm.sh, tests/clients/armci.sh).  Sourced
 # after contrib/lib.sh, with LANE (the word after the status), LOGDIR and,
 # optionally, LANE_SKIP_LABEL (what a skipped lane's one line names) set.
 # shellcheck shell=bash
 
-n_pass=0 n_fail=0 n_skip=0
+n_pass=0 n_fail=0 n_skip=0 n_xfail=0
 lane_start=$(date +%s)
 # the simulated hosts are shared: one lane at a time (the hosts and slurm
 # lanes alike), since their down kills what runs in them
@@ -17,12 +17,15 @@ record() {
     PASS) n_pass=$((n_pass + 1)) ;;
     FAIL) n_fail=$((n_fail + 1)) ;;
     SKIP) n_skip=$((n_skip + 1)) ;;
+    XFAIL) n_xfail=$((n_xfail + 1)) ;; # expected to fail, and failed
     esac
     printf '%s  %s  %s\n' "$status" "$LANE" "$*"
 }
 
 summary() {
-    echo "$LANE: $n_pass passed, $n_fail failed, $n_skip skipped in $(($(date +%s) - lane_start))s"
+    local xfail=""
+    [ $n_xfail = 0 ] || xfail=", $n_xfail expected failures"
+    echo "$LANE: $n_pass passed, $n_fail failed, $n_skip skipped$xfail in $(($(date +%s) - lane_start))s"
 }
 
 skip_lane() {
