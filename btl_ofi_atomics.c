@@ -667,7 +667,7 @@ static void report_emulation(mca_btl_ofi_module_t *module)
  * of an MPI_Win_allocate window with loads and stores, instead of sending
  * every operation through the provider to the node leader's endpoint (on
  * tcp;ofi_rxm a loopback TCP connection; about 100 times slower per ARMCI
- * strided put, README "Clients").  True when the target's CPU applies
+ * strided put, docs/clients.md).  True when the target's CPU applies
  * every atomic: ours (apply_at_target's compare-and-swap loop) or a
  * provider of BTL_OFI_CPU_ATOMIC_PROVIDERS.  osc/rdma (4.1 to 5.0.x) reads
  * the flag in btl_flags, although btl.h defines it among the atomic flags,

@@ -24,7 +24,7 @@
 #             (--mca btl tcp,self); osc/rdma and ob1 as for ours
 #   stock     upstream's btl/ofi (contrib/mpirun --stock) in its two-sided
 #             mode on sockets, the one provider of ours it takes
-# Baselines are comparisons: run by hand (README, "Clients") to find which
+# Baselines are comparisons: run by hand (docs/clients.md) to find which
 # of our failures are failures of Open MPI or of the test; their verdicts
 # are the KNOWN table below, never counted against ours.
 #
@@ -65,7 +65,7 @@ declare -A SLOW=(
     ["hosts2 tests/mpi/test_mpi_dim"]="840 000 one-sided operations: 69 s with btl/tcp too, 80-100 s with ours"
 )
 # Tests given more than the limit, "CONFIG TEST" -> seconds: slower with
-# ours than with btl/sm, not failing (README, "Clients: ARMCI-MPI").
+# ours than with btl/sm, not failing (docs/clients.md).
 declare -A LIMIT=(
     # 556 000 one-sided operations: 71 s on sockets, 26 s on tcp;ofi_rxm,
     # 13 s on shm, 5 s with btl/sm
@@ -82,7 +82,7 @@ declare -A XPASS_OK=(
 )
 
 # Failures that are not ours: "CONFIG TEST" (CONFIG "*" for all) -> the
-# cause, as the baselines showed it (README, "Clients").
+# cause, as the baselines showed it (docs/clients.md).
 declare -A KNOWN=()
 
 usage() {
