@@ -111,10 +111,15 @@ def main():
                     help="units of compute_tax work (about 0.3 ms each here)")
     ap.add_argument("--np", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--impls", default="ours,nothread,sm,upstream,mpich,mpich_async")
+    ap.add_argument("--modes", default=",".join(m for m, _ in MODES),
+                    help="which of the modes to run (default: all)")
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--out", default="")
     args = ap.parse_args()
 
+    modes = [(m, a) for m, a in MODES if m in args.modes.split(",")]
+    if not modes:
+        sys.exit("--modes takes any of %s" % " ".join(m for m, _ in MODES))
     impls = [i for i in args.impls.split(",") if i]
     known = [name for name, _ in IMPLS]
     bad = [i for i in impls if i not in known]
@@ -129,10 +134,10 @@ def main():
                 skipped[i] = MPICH_SKIP
     print("compute tax: provider %s, np %d (idle, serve: 2), %d rounds, work %d, impls %s"
           % (args.provider, args.np, args.rounds, args.work, ",".join(impls)), flush=True)
-    samples = {(i, m): [] for i in impls for m, _ in MODES}
+    samples = {(i, m): [] for i in impls for m, _ in modes}
     problems = {}
     for rnd in range(args.rounds):
-        for mode, mode_args in MODES:
+        for mode, mode_args in modes:
             for impl in impls:
                 res, why = run_one(impl, mode_args, args)
                 if res is None:
@@ -143,7 +148,7 @@ def main():
                 print("  round %d %s %s: %.4f s, served %d, looks %s"
                       % (rnd + 1, mode, impl, res["median"], res["served"], res["looks"]),
                       flush=True)
-    rows = report(impls, samples, problems, skipped)
+    rows = report(impls, modes, samples, problems, skipped)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "compute_tax.csv"), "w", newline="") as f:
@@ -151,16 +156,16 @@ def main():
             w.writerow(["benchmark", "impl", "median_s", "ratio_to_thread_off", "served",
                         "looks_per_s", "n"])
             w.writerows(rows)
-    failed = [k for k in (("ours", m) for m, _ in MODES) if not samples[k]]
+    failed = [k for k in (("ours", m) for m, _ in modes) if not samples[k]]
     return 1 if failed else 0
 
 
-def report(impls, samples, problems, skipped):
+def report(impls, modes, samples, problems, skipped):
     rows = []
     print("\n| benchmark | implementation | compute (s) | / thread off | served | "
           "thread looks/s |")
     print("|---|---|---:|---:|---:|---:|")
-    for mode, _ in MODES:
+    for mode, _ in modes:
         base_mode = "compute_tax_idle" if mode == "compute_tax_serve" else mode
         base = samples.get(("nothread", base_mode)) or []
         base_t = statistics.median(r["median"] for r in base) if base else None
