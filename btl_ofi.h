@@ -595,8 +595,6 @@ int mca_btl_ofi_progress(void);
  * wake it) it sleeps while nothing is aimed at this process.
  */
 void mca_btl_ofi_progress_thread_enable(bool can_sleep);
-/** Create the thread now, when enabled; component paths call expose instead. */
-int mca_btl_ofi_progress_thread_start(void);
 /** Stop and join it, and enable it no more; does nothing when it is not running. */
 void mca_btl_ofi_progress_thread_stop(void);
 /**

@@ -747,10 +747,7 @@ static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap
 {
     look_cause_t cause;
 
-    if (fds[1].fd < 0 || timeout_us < 0) {
-        return wait_on(fds, 1, timeout_us, wakeups);
-    }
-    if (gap >= timeout_us) {
+    if (fds[1].fd < 0 || timeout_us < 0 || gap >= timeout_us) {
         return wait_on(fds, 1, timeout_us, wakeups);
     }
     cause = wait_on(fds, 1, gap, wakeups);
@@ -846,16 +843,6 @@ static int start_locked(void)
     progress_thread.running = true;
     MCA_BTL_OFI_VERBOSE(10, "progress thread started: memory is exposed");
     return OPAL_SUCCESS;
-}
-
-int mca_btl_ofi_progress_thread_start(void)
-{
-    int rc;
-
-    pthread_mutex_lock(&progress_thread.start_lock);
-    rc = start_locked();
-    pthread_mutex_unlock(&progress_thread.start_lock);
-    return rc;
 }
 
 static void kick(void)
