@@ -121,6 +121,8 @@ typedef enum {
     MCA_BTL_OFI_CNT_LOOK_WOKEN, /**< looks a waiting origin's wake-up started */
     MCA_BTL_OFI_CNT_STEP_IN,    /**< contexts it progressed for an absent application */
     MCA_BTL_OFI_CNT_EXPOSE,     /**< times memory became exposed after none was */
+    MCA_BTL_OFI_CNT_REPOST,     /**< operations posted again on another rail */
+    MCA_BTL_OFI_CNT_RAIL_DOWN,  /**< rails taken out of service for a peer */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -144,9 +146,16 @@ struct mca_btl_ofi_ctx_hdr_t;
  * memory.  The local-only descriptor lives in mca_btl_ofi_reg_t.
  */
 struct mca_btl_base_registration_handle_t {
-    uint64_t rkey;      /**< remote key of the region */
+    uint64_t rkey;      /**< remote key of the region on the module's own NIC (rail 0) */
     uint64_t base_addr; /**< base used for offset addressing (0 with FI_MR_VIRT_ADDR) */
+    /** keys of the same region on rails 1..num_rails-1; only those travel
+     * (btl_registration_handle_size), so a one-rail handle stays 16 bytes */
+    uint64_t rail_keys[MCA_BTL_OFI_MAX_RAILS - 1];
 };
+
+/** Bytes of a handle that names @p rails rails. */
+#define MCA_BTL_OFI_HANDLE_SIZE(rails)                                                             \
+    (offsetof(mca_btl_base_registration_handle_t, rail_keys) + ((rails) -1) * sizeof(uint64_t))
 
 /** A registration known to the rcache (or made directly when it is bypassed). */
 typedef struct mca_btl_ofi_reg_t {
@@ -155,6 +164,9 @@ typedef struct mca_btl_ofi_reg_t {
     void *desc;                                /**< local descriptor for FI_MR_LOCAL */
     mca_btl_base_registration_handle_t handle; /**< what peers get */
     struct mca_btl_ofi_module_t *module;       /**< owner */
+    /** the same region on the owner's other rails ([0] unused) */
+    struct fid_mr *rail_mr[MCA_BTL_OFI_MAX_RAILS];
+    void *rail_desc[MCA_BTL_OFI_MAX_RAILS]; /**< their local descriptors ([0]: desc) */
 } mca_btl_ofi_reg_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
 
@@ -178,6 +190,13 @@ struct mca_btl_base_endpoint_t {
     bool widen_socket;
     struct sockaddr_storage sock_name; /**< sockets: the peer endpoint's address */
     size_t sock_name_len;              /**< sockets: its length */
+    /** the same peer on each rail of a lead module ([0]: this endpoint;
+     * the others retained); fixed once add_procs made it */
+    struct mca_btl_base_endpoint_t *rail_ep[MCA_BTL_OFI_MAX_RAILS];
+    /** bit r set while rail r reaches the peer (atomic: a failed rail is
+     * cleared by whichever thread completes its operation) */
+    opal_atomic_int32_t rails_up;
+    uint32_t next_rail; /**< round-robin cursor of small operations; races are harmless */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -235,6 +254,18 @@ typedef struct mca_btl_ofi_comp_t {
     uint64_t *operands; /**< in the payload: [0] operand, [1] compare, [2] result */
     void *operand_desc; /**< descriptor of operands (FI_MR_LOCAL) */
     size_t result_size; /**< bytes of [2] copied to local_address on success */
+    fi_addr_t addr;     /**< where it was posted: the peer on the context's rail */
+    /** the peer as seen by the rail's module when that is not endpoint
+     * (counted outstanding on both: each module's stall watch wakes it) */
+    mca_btl_ofi_endpoint_t *rail_endpoint;
+    int rail;                          /**< rail of the lead module it was posted on */
+    struct mca_btl_ofi_comp_t *stripe; /**< a chunk's whole operation, or NULL */
+    opal_atomic_int32_t chunks_left;   /**< a whole operation: chunks not completed */
+    int stripe_status;                 /**< a whole operation: first error of a chunk */
+    bool is_put;                       /**< a chunk: write (else read), to post it again */
+    size_t size;                       /**< a chunk: bytes */
+    uint64_t remote_address;           /**< a chunk: target address as osc/rdma gave it */
+    mca_btl_base_registration_handle_t *remote_handle; /**< a chunk: target's handle */
 } mca_btl_ofi_comp_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_comp_t);
 
@@ -401,9 +432,15 @@ typedef struct mca_btl_ofi_module_t {
     mca_rcache_base_module_t *rcache; /**< grdma, thread-safe by itself */
     opal_atomic_uint64_t counters[MCA_BTL_OFI_CNT_MAX]; /**< MPI_T counters (atomic) */
     opal_atomic_uint64_t next_key; /**< next requested key without FI_MR_PROV_KEY (atomic) */
-    char *device_name;             /**< the domain's name, for messages */
-    void *ep_name;                 /**< our endpoint's address, published by the modex */
-    size_t ep_name_len;            /**< bytes of ep_name */
+    /** the lead module (modules[0]) moves one-sided bytes on every rail:
+     * rails[0] is itself, rails[1..] the component's other modules, whose
+     * domains hold a copy of each of its registrations; 1 elsewhere */
+    int num_rails;
+    struct mca_btl_ofi_module_t *rails[MCA_BTL_OFI_MAX_RAILS];
+    size_t stripe_min;  /**< puts and gets from this size are split across rails; 0: never */
+    char *device_name;  /**< the domain's name, for messages */
+    void *ep_name;      /**< our endpoint's address, published by the modex */
+    size_t ep_name_len; /**< bytes of ep_name */
     /** since when progress has found nothing while operations were
      * outstanding (btl_ofi_wake.c); application threads only, and a lost
      * update merely moves a wake-up */
@@ -424,6 +461,8 @@ typedef struct mca_btl_ofi_component_t {
     bool origin_rma;                      /**< btl_ofi_origin_rma */
     bool disable_hmem;                    /**< do not ask for FI_HMEM */
     int max_nics;                         /**< at most this many modules */
+    int rails;                            /**< btl_ofi_rails: lead's rails, 0: every module */
+    int stripe_min;                       /**< btl_ofi_stripe_min */
     int mr_cache_max;                     /**< registrations a module keeps, cached ones included */
     int output;                           /**< our verbose stream (common/ofi's) */
     int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
@@ -541,6 +580,8 @@ extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
 
 int mca_btl_ofi_module_open(mca_btl_ofi_module_t **module_out, struct fi_info *info, int index);
 int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl);
+/** Let @p lead (modules[0]) move one-sided bytes on the other modules' NICs. */
+void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_endpoint.c: modex, address vector, peers                    */

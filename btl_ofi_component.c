@@ -148,6 +148,16 @@ static int mca_btl_ofi_component_register(void)
                          &c->disable_hmem, false);
     (void) register_int("max_nics", "Largest number of NICs (modules) to use (1..16)", &c->max_nics,
                         4);
+    (void) register_int("rails",
+                        "NICs (modules) the first module moves one-sided bytes on: osc/rdma "
+                        "sends a window's operations through one module, which stripes large "
+                        "puts and gets across these rails and spreads small ones over them; "
+                        "0: every module opened, 1: its own NIC only (0..8)",
+                        &c->rails, 0);
+    (void) register_int("stripe_min",
+                        "Smallest put or get, in bytes, split into one chunk per rail; smaller "
+                        "ones go whole, each on the next rail; 0: never split (0..1073741824)",
+                        &c->stripe_min, 65536);
     (void) register_int("mr_cache_max",
                         "Memory registrations a module keeps with the provider, counting those "
                         "its users released and the cache keeps for reuse; past it the least "
@@ -217,6 +227,8 @@ static int check_params(void)
     check_int_param("btl_ofi_rd_num", &c->rd_num, 1, 8192);
     check_int_param("btl_ofi_max_nics", &c->max_nics, 1, MCA_BTL_OFI_MAX_MODULES_LIMIT);
     check_int_param("btl_ofi_mr_cache_max", &c->mr_cache_max, 0, 1000000);
+    check_int_param("btl_ofi_rails", &c->rails, 0, MCA_BTL_OFI_MAX_RAILS);
+    check_int_param("btl_ofi_stripe_min", &c->stripe_min, 0, 1 << 30);
 
     check_int_param("btl_ofi_progress_idle_us", &c->progress_idle_us, 10, 1000000);
     check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
@@ -774,6 +786,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         report_no_provider(&filter);
         goto out;
     }
+    mca_btl_ofi_rails_setup(c->modules[0]);
     if (c->progress_wake_us > 0) {
         open_wake_socket();
     }
@@ -827,6 +840,10 @@ static const struct {
     [MCA_BTL_OFI_CNT_FLUSH] = { "flush_count", "Flushes served by btl/ofi" },
     [MCA_BTL_OFI_CNT_RETRY] = { "retry_count", "Posts refused with EAGAIN by the provider" },
     [MCA_BTL_OFI_CNT_ERROR] = { "error_count", "Operations completed with an error" },
+    [MCA_BTL_OFI_CNT_REPOST] = { "repost_count",
+                                 "Operations posted again on another rail after theirs failed" },
+    [MCA_BTL_OFI_CNT_RAIL_DOWN] = { "rail_down_count",
+                                    "Rails taken out of service for a peer after an error" },
     [MCA_BTL_OFI_CNT_MR_REG] = { "mr_count", "Memory regions registered with the provider" },
     [MCA_BTL_OFI_CNT_MR_DEREG] = { "mr_release_count",
                                    "Memory regions released (mr_count minus this: held now)" },

@@ -29,8 +29,24 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->reachable = false;
     ep->wake.reachable = false;
     ep->widen_socket = false;
+    ep->rail_ep[0] = ep;
+    for (int r = 1; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
+        ep->rail_ep[r] = NULL;
+    }
+    ep->rails_up = 1;
+    ep->next_rail = 0;
 }
-OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, NULL);
+
+static void endpoint_destruct(mca_btl_ofi_endpoint_t *ep)
+{
+    for (int r = 1; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
+        if (NULL != ep->rail_ep[r]) {
+            OBJ_RELEASE(ep->rail_ep[r]);
+            ep->rail_ep[r] = NULL;
+        }
+    }
+}
+OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, endpoint_destruct);
 
 /* ------------------------------------------------------------------ */
 /* Address vector and our own name                                     */
@@ -262,6 +278,51 @@ out:
     return endpoint;
 }
 
+/* The module's endpoint for @p proc, made on first sight; NULL when the
+ * peer published nothing usable for this module. */
+static mca_btl_ofi_endpoint_t *endpoint_of(mca_btl_ofi_module_t *module, opal_proc_t *proc,
+                                           bool *created)
+{
+    mca_btl_ofi_endpoint_t *endpoint = NULL;
+    uint64_t key = name_key(proc->proc_name);
+
+    MCA_BTL_OFI_ASSERT_LOCKED(&module->lock);
+    *created = false;
+    if (OPAL_SUCCESS
+        == opal_hash_table_get_value_uint64(&module->peers, key, (void **) &endpoint)) {
+        return endpoint;
+    }
+    endpoint = create_endpoint(module, proc);
+    if (NULL != endpoint) {
+        opal_list_append(&module->endpoints, &endpoint->super);
+        opal_hash_table_set_value_uint64(&module->peers, key, endpoint);
+        *created = true;
+    }
+    return endpoint;
+}
+
+/* The lead module's new endpoint learns the same peer on every rail; a
+ * rail the peer cannot be reached on stays out of service for it. */
+static void attach_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    for (int r = 1; r < module->num_rails; ++r) {
+        mca_btl_ofi_module_t *rail = module->rails[r];
+        mca_btl_ofi_endpoint_t *peer;
+        bool created;
+
+        mca_btl_ofi_lock(&rail->lock);
+        peer = endpoint_of(rail, endpoint->proc, &created);
+        if (NULL != peer) {
+            OBJ_RETAIN(peer);
+        }
+        mca_btl_ofi_unlock(&rail->lock);
+        endpoint->rail_ep[r] = peer;
+        if (NULL != peer && peer->reachable) {
+            endpoint->rails_up |= 1 << r;
+        }
+    }
+}
+
 int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
                           mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
 {
@@ -269,20 +330,16 @@ int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
 
     mca_btl_ofi_lock(&module->lock);
     for (size_t i = 0; i < nprocs; ++i) {
-        mca_btl_ofi_endpoint_t *endpoint = NULL;
-        uint64_t key = name_key(procs[i]->proc_name);
+        bool created;
+        mca_btl_ofi_endpoint_t *endpoint = endpoint_of(module, procs[i], &created);
 
-        if (OPAL_SUCCESS
-            != opal_hash_table_get_value_uint64(&module->peers, key, (void **) &endpoint)) {
-            endpoint = create_endpoint(module, procs[i]);
-            if (NULL == endpoint) {
-                peers[i] = NULL;
-                continue;
-            }
-            opal_list_append(&module->endpoints, &endpoint->super);
-            opal_hash_table_set_value_uint64(&module->peers, key, endpoint);
-        }
         peers[i] = endpoint;
+        if (NULL == endpoint) {
+            continue;
+        }
+        if (created && module->num_rails > 1) {
+            attach_rails(module, endpoint);
+        }
         if (NULL != reachable) {
             (void) opal_bitmap_set_bit(reachable, (int) i);
         }

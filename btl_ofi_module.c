@@ -43,41 +43,100 @@ static uint64_t access_for(int32_t rcache_access)
     return access;
 }
 
+/* The key a new region of @p module asks for (the provider picks it with
+ * FI_MR_PROV_KEY): a counter, so every region of a domain has its own. */
+static uint64_t next_requested_key(mca_btl_ofi_module_t *module)
+{
+    return module->prov_key
+               ? 0
+               : (uint64_t) opal_atomic_fetch_add_64((opal_atomic_int64_t *) &module->next_key, 1);
+}
+
+/* One provider region of [base, base + size) on @p module's domain, bound
+ * to its endpoint where the provider wants that. */
+static int make_region(mca_btl_ofi_module_t *module, void *base, size_t size, uint64_t access,
+                       struct fid_mr **mr_out)
+{
+    struct fid_mr *mr = NULL;
+    int rc;
+
+    rc = fi_mr_reg(module->domain, base, size, access, 0, next_requested_key(module), 0, &mr, NULL);
+    if (0 != rc) {
+        MCA_BTL_OFI_VERBOSE(1, "fi_mr_reg(%p, %zu) failed on %s: %s", base, size,
+                            module->device_name, fi_strerror(-rc));
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (module->mr_endpoint) {
+        rc = fi_mr_bind(mr, &module->ep->fid, 0);
+        if (0 == rc) {
+            rc = fi_mr_enable(mr);
+        }
+        if (0 != rc) {
+            MCA_BTL_OFI_VERBOSE(1, "binding a region to the endpoint failed on %s: %s",
+                                module->device_name, fi_strerror(-rc));
+            fi_close(&mr->fid);
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    *mr_out = mr;
+    return OPAL_SUCCESS;
+}
+
+static void close_rail_regions(mca_btl_ofi_reg_t *reg, int rails)
+{
+    for (int r = 1; r < rails; ++r) {
+        if (NULL != reg->rail_mr[r]) {
+            int rc = fi_close(&reg->rail_mr[r]->fid);
+
+            if (0 != rc) {
+                MCA_BTL_OFI_VERBOSE(1, "closing a region on rail %d failed: %s", r,
+                                    fi_strerror(-rc));
+            }
+            reg->rail_mr[r] = NULL;
+        }
+    }
+}
+
+/* The lead module's registrations are made on every rail too: a peer
+ * addresses a chunk on rail r with the key of the copy on that NIC. */
+static int register_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg, void *base,
+                             size_t size, uint64_t access)
+{
+    reg->rail_desc[0] = reg->desc;
+    for (int r = 1; r < module->num_rails; ++r) {
+        reg->rail_mr[r] = NULL;
+    }
+    for (int r = 1; r < module->num_rails; ++r) {
+        if (OPAL_SUCCESS != make_region(module->rails[r], base, size, access, &reg->rail_mr[r])) {
+            close_rail_regions(reg, r);
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        reg->rail_desc[r] = fi_mr_desc(reg->rail_mr[r]);
+        reg->handle.rail_keys[r - 1] = fi_mr_key(reg->rail_mr[r]);
+    }
+    return OPAL_SUCCESS;
+}
+
 static int register_region(void *reg_data, void *base, size_t size,
                            mca_rcache_base_registration_t *rcache_reg)
 {
     mca_btl_ofi_module_t *module = reg_data;
     mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rcache_reg;
-    uint64_t key = 0;
-    int rc;
+    uint64_t access = access_for(reg->base.access_flags);
 
-    if (!module->prov_key) {
-        key = opal_atomic_fetch_add_64((opal_atomic_int64_t *) &module->next_key, 1);
-    }
-    rc = fi_mr_reg(module->domain, base, size, access_for(reg->base.access_flags), 0, key, 0,
-                   &reg->mr, NULL);
-    if (0 != rc) {
-        MCA_BTL_OFI_VERBOSE(1, "fi_mr_reg(%p, %zu) failed on %s: %s", base, size,
-                            module->device_name, fi_strerror(-rc));
-        reg->mr = NULL;
+    reg->mr = NULL;
+    if (OPAL_SUCCESS != make_region(module, base, size, access, &reg->mr)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    if (module->mr_endpoint) {
-        rc = fi_mr_bind(reg->mr, &module->ep->fid, 0);
-        if (0 == rc) {
-            rc = fi_mr_enable(reg->mr);
-        }
-        if (0 != rc) {
-            MCA_BTL_OFI_VERBOSE(1, "binding a region to the endpoint failed: %s", fi_strerror(-rc));
-            fi_close(&reg->mr->fid);
-            reg->mr = NULL;
-            return OPAL_ERR_OUT_OF_RESOURCE;
-        }
     }
     reg->module = module;
     reg->desc = fi_mr_desc(reg->mr);
     reg->handle.rkey = fi_mr_key(reg->mr);
     reg->handle.base_addr = module->virt_addr ? 0 : (uint64_t) (uintptr_t) base;
+    if (OPAL_SUCCESS != register_on_rails(module, reg, base, size, access)) {
+        fi_close(&reg->mr->fid);
+        reg->mr = NULL;
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     mca_btl_ofi_regions_add(module, reg);
     mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_MR_REG, 1);
     return OPAL_SUCCESS;
@@ -93,6 +152,7 @@ static int deregister_region(void *reg_data, mca_rcache_base_registration_t *rca
         /* a peer's atomic must not find the key once the region goes */
         mca_btl_ofi_regions_remove((mca_btl_ofi_module_t *) reg_data, reg);
         mca_btl_ofi_count((mca_btl_ofi_module_t *) reg_data, MCA_BTL_OFI_CNT_MR_DEREG, 1);
+        close_rail_regions(reg, ((mca_btl_ofi_module_t *) reg_data)->num_rails);
         rc = fi_close(&reg->mr->fid);
         reg->mr = NULL;
         if (0 != rc) {
@@ -304,6 +364,9 @@ static void describe_module(mca_btl_ofi_module_t *module)
     module->send_inject = module->use_inject && 0 != strcasecmp(prov, "sockets");
     module->origin_rma = origin_completes_rma(module);
     module->next_key = 1;
+    module->num_rails = 1;
+    module->rails[0] = module;
+    module->stripe_min = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -554,9 +617,67 @@ static void forget_module(mca_btl_ofi_module_t *module)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Rails                                                               */
+
+/*
+ * osc/rdma sends every one-sided operation of a window through the one
+ * module it picks: the lowest btl_latency, the first on a tie, which is
+ * modules[0].  So that module borrows the others as rails: their domains
+ * get a copy of each of its registrations (one key per rail in the
+ * handle), their endpoints reach the same peers, and their contexts carry
+ * its chunks.  The others stay modules of their own for ob1.
+ */
+void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    int want = (0 == c->rails) ? c->module_count : c->rails;
+
+    if (want > c->module_count) {
+        want = c->module_count;
+    }
+    if (want > MCA_BTL_OFI_MAX_RAILS) {
+        want = MCA_BTL_OFI_MAX_RAILS;
+    }
+    for (int r = 1; r < want; ++r) {
+        lead->rails[r] = c->modules[r];
+    }
+    lead->num_rails = want < 1 ? 1 : want;
+    lead->stripe_min = (size_t) c->stripe_min;
+    lead->super.btl_registration_handle_size = MCA_BTL_OFI_HANDLE_SIZE(lead->num_rails);
+    if (lead->num_rails > 1) {
+        MCA_BTL_OFI_VERBOSE(1, "one-sided traffic of %s on %d rails, split from %zu bytes",
+                            lead->device_name, lead->num_rails, lead->stripe_min);
+    }
+}
+
+/* A rail going before its lead (Open MPI finalizes modules in the order
+ * init gave them, the lead first, so only a failed start does this):
+ * the lead stops using rails; copies of its regions on the rail's domain
+ * stay until the lead goes, and that domain reports itself busy. */
+static void leave_rails(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_module_t *lead = c->module_count > 0 ? c->modules[0] : NULL;
+
+    if (NULL == lead || lead == module) {
+        return;
+    }
+    for (int r = 1; r < lead->num_rails; ++r) {
+        if (lead->rails[r] == module) {
+            MCA_BTL_OFI_VERBOSE(1, "%s closes before %s: no more rails", module->device_name,
+                                lead->device_name);
+            lead->num_rails = 1;
+            break;
+        }
+    }
+}
+
 int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+
+    leave_rails(module);
 
     /* the thread walks every module: it stops before the first goes */
     mca_btl_ofi_progress_thread_stop();

@@ -20,6 +20,7 @@
 
 #include <string.h>
 
+#include "opal/util/error.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
@@ -76,7 +77,13 @@ static inline void endpoint_op_done(mca_btl_ofi_comp_t *comp)
 {
     mca_btl_ofi_app_add64(&comp->context->outstanding, -1);
     mca_btl_ofi_app_add64(&comp->endpoint->outstanding, -1);
+    if (NULL != comp->rail_endpoint) {
+        mca_btl_ofi_app_add64(&comp->rail_endpoint->outstanding, -1);
+    }
 }
+
+static bool take_over(mca_btl_ofi_comp_t *comp, int status);
+static void stripe_chunk_done(mca_btl_ofi_comp_t *stripe, int status);
 
 static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
 {
@@ -93,6 +100,9 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     if (!may_call_up) {
         return false;
     }
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && module->num_rails > 1 && take_over(comp, status)) {
+        return true;
+    }
     if (OPAL_SUCCESS != status) {
         MCA_BTL_OFI_VERBOSE(1, "operation to %s failed",
                             NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name)
@@ -101,12 +111,16 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     if (OPAL_SUCCESS == status && comp->result_size > 0) {
         memcpy(local_address, &comp->operands[2], comp->result_size);
     }
+    mca_btl_ofi_comp_t *stripe = comp->stripe;
+
     endpoint_op_done(comp);
     comp_return(comp->context, comp);
     if (OPAL_SUCCESS != status) {
         mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_ERROR, 1);
     }
-    if (NULL != cbfunc) {
+    if (NULL != stripe) {
+        stripe_chunk_done(stripe, status);
+    } else if (NULL != cbfunc) {
         cbfunc(&module->super, endpoint, local_address, local_handle, cbcontext, cbdata, status);
     }
     return true;
@@ -115,13 +129,12 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
 /* ------------------------------------------------------------------ */
 /* Posting                                                             */
 
-mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
-                                         mca_btl_ofi_endpoint_t *endpoint, void *local_address,
-                                         mca_btl_base_registration_handle_t *local_handle,
-                                         mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                         void *cbdata)
+static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                                       mca_btl_ofi_endpoint_t *endpoint, void *local_address,
+                                       mca_btl_base_registration_handle_t *local_handle,
+                                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                       void *cbdata)
 {
-    mca_btl_ofi_context_t *context = mca_btl_ofi_thread_context(module);
     mca_btl_ofi_comp_t *comp;
 
     if (OPAL_UNLIKELY(context->outstanding >= mca_btl_ofi_component.progress_threshold)) {
@@ -137,6 +150,10 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
     comp->module = module;
     comp->context = context;
     comp->endpoint = endpoint;
+    comp->addr = endpoint->addr;
+    comp->rail_endpoint = NULL;
+    comp->rail = 0;
+    comp->stripe = NULL;
     comp->operands = (uint64_t *) comp->super.ptr;
     comp->operand_desc = (NULL != comp->super.registration)
                              ? ((mca_btl_ofi_reg_t *) comp->super.registration)->desc
@@ -148,6 +165,16 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
     comp->cbcontext = cbcontext;
     comp->cbdata = cbdata;
     return comp;
+}
+
+mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
+                                         mca_btl_ofi_endpoint_t *endpoint, void *local_address,
+                                         mca_btl_base_registration_handle_t *local_handle,
+                                         mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                         void *cbdata)
+{
+    return comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, local_address,
+                       local_handle, cbfunc, cbcontext, cbdata);
 }
 
 /**
@@ -165,6 +192,9 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
      * post() even returns */
     mca_btl_ofi_app_add64(&context->outstanding, 1);
     mca_btl_ofi_app_add64(&comp->endpoint->outstanding, 1);
+    if (NULL != comp->rail_endpoint) {
+        mca_btl_ofi_app_add64(&comp->rail_endpoint->outstanding, 1);
+    }
     for (int attempt = 0;; ++attempt) {
         rc = post(comp, arg);
         if (OPAL_LIKELY(0 == rc)) {
@@ -211,7 +241,7 @@ static void rma_msg_fill(rma_msg_t *m, mca_btl_ofi_comp_t *comp, rma_args_t *a)
         .msg_iov = &m->iov,
         .desc = &a->desc,
         .iov_count = 1,
-        .addr = comp->endpoint->addr,
+        .addr = comp->addr,
         .rma_iov = &m->riov,
         .rma_iov_count = 1,
         .context = &comp->ctx.fi_ctx,
@@ -248,6 +278,254 @@ static ssize_t post_read(mca_btl_ofi_comp_t *comp, void *arg)
     return fi_readmsg(comp->context->tx, &m.msg, FI_COMPLETION | remote_completion(comp));
 }
 
+/* ------------------------------------------------------------------ */
+/* Rails: the lead module's puts and gets on every NIC                 */
+
+static void count_rma(mca_btl_ofi_module_t *module, bool is_put, size_t size)
+{
+    mca_btl_ofi_app_count(module, is_put ? MCA_BTL_OFI_CNT_PUT : MCA_BTL_OFI_CNT_GET, 1);
+    mca_btl_ofi_app_count(module, is_put ? MCA_BTL_OFI_CNT_PUT_BYTES : MCA_BTL_OFI_CNT_GET_BYTES,
+                          size);
+}
+
+/* The next rail in service for the peer, round-robin; -1 when none is. */
+static int next_rail_up(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    uint32_t up = (uint32_t) endpoint->rails_up;
+
+    for (int i = 0; i < module->num_rails; ++i) {
+        int r = (int) (endpoint->next_rail++ % (uint32_t) module->num_rails);
+
+        if (up & (1u << r)) {
+            return r;
+        }
+    }
+    return -1;
+}
+
+static int rails_up_count(const mca_btl_ofi_module_t *module,
+                          const mca_btl_ofi_endpoint_t *endpoint, int *which)
+{
+    uint32_t up = (uint32_t) endpoint->rails_up;
+    int n = 0;
+
+    for (int r = 0; r < module->num_rails; ++r) {
+        if (up & (1u << r)) {
+            which[n++] = r;
+        }
+    }
+    return n;
+}
+
+static void *local_desc_on(mca_btl_base_registration_handle_t *handle, int rail)
+{
+    if (NULL == handle) {
+        return NULL;
+    }
+    return ((mca_btl_ofi_reg_t *) ((char *) handle - offsetof(mca_btl_ofi_reg_t, handle)))
+        ->rail_desc[rail];
+}
+
+/*
+ * One piece of a put or get (all of it, or a chunk of a striped one) on
+ * rail @p r.  The completion object comes from the rail's context, so the
+ * rail's progress reads its completion; it is counted outstanding on the
+ * lead's endpoint (flush) and on the rail's (its stall watch).  It keeps
+ * what posting it again on another rail needs.
+ */
+static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
+                      bool is_put, void *local, size_t size, bool inject,
+                      mca_btl_base_registration_handle_t *local_handle,
+                      mca_btl_base_registration_handle_t *remote_handle, uint64_t remote_address,
+                      mca_btl_ofi_comp_t *stripe, mca_btl_base_rdma_completion_fn_t cbfunc,
+                      void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_module_t *rail = module->rails[r];
+    rma_args_t args = { .local = local, .size = size, .inject = inject };
+    mca_btl_ofi_comp_t *comp;
+    int rc;
+
+    comp = comp_get_on(module, mca_btl_ofi_thread_context(rail), endpoint, local, local_handle,
+                       cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (r > 0) {
+        comp->addr = endpoint->rail_ep[r]->addr;
+        comp->rail_endpoint = endpoint->rail_ep[r];
+    }
+    comp->rail = r;
+    comp->stripe = stripe;
+    comp->is_put = is_put;
+    comp->size = size;
+    comp->remote_address = remote_address;
+    comp->remote_handle = remote_handle;
+    args.desc = local_desc_on(local_handle, r);
+    args.raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
+    args.rkey = (0 == r) ? remote_handle->rkey : remote_handle->rail_keys[r - 1];
+    rc = mca_btl_ofi_post(comp, is_put ? post_write : post_read, &args);
+    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+        count_rma(rail, is_put, size);
+    }
+    return rc;
+}
+
+static int32_t chunks_done(mca_btl_ofi_comp_t *stripe, int32_t n)
+{
+    if (mca_btl_ofi_app_threaded()) {
+        return opal_atomic_sub_fetch_32(&stripe->chunks_left, n);
+    }
+    stripe->chunks_left -= n;
+    return stripe->chunks_left;
+}
+
+/* A chunk is done: the operation's one callback comes with the last. */
+static void stripe_chunk_done(mca_btl_ofi_comp_t *stripe, int status)
+{
+    mca_btl_base_rdma_completion_fn_t cbfunc = stripe->cbfunc;
+    mca_btl_ofi_module_t *module = stripe->module;
+    mca_btl_ofi_endpoint_t *endpoint = stripe->endpoint;
+    void *local_address = stripe->local_address;
+    mca_btl_base_registration_handle_t *local_handle = stripe->local_handle;
+    void *cbcontext = stripe->cbcontext, *cbdata = stripe->cbdata;
+
+    if (OPAL_SUCCESS != status) {
+        stripe->stripe_status = status; /* the operation failed if any chunk did */
+    }
+    if (chunks_done(stripe, 1) > 0) {
+        return;
+    }
+    status = stripe->stripe_status;
+    comp_return(stripe->context, stripe);
+    if (NULL != cbfunc) {
+        cbfunc(&module->super, endpoint, local_address, local_handle, cbcontext, cbdata, status);
+    }
+}
+
+/* Rail @p r no longer reaches the peer: out of service for it, once. */
+static void rail_down(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
+                      int status)
+{
+    int32_t bit = (int32_t) (1u << r), before;
+
+    if (mca_btl_ofi_app_threaded()) {
+        before = opal_atomic_fetch_and_32(&endpoint->rails_up, ~bit);
+    } else {
+        before = endpoint->rails_up;
+        endpoint->rails_up &= ~bit;
+    }
+    if (0 == (before & bit)) {
+        return;
+    }
+    mca_btl_ofi_count(module->rails[r], MCA_BTL_OFI_CNT_RAIL_DOWN, 1);
+    MCA_BTL_OFI_VERBOSE(1, "rail %d (%s) to %s failed (%s): out of service for that peer", r,
+                        module->rails[r]->device_name,
+                        NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?",
+                        opal_strerror(status));
+    if (0 == (before & ~bit)) {
+        opal_show_help("help-mpi-btl-ofi.txt", "no rail left", true, opal_process_info.nodename,
+                       NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?",
+                       opal_strerror(status), module->rails[r]->device_name);
+    }
+}
+
+/*
+ * A piece failed on its rail: the rail is out of service for this peer
+ * from now on, and the piece goes again on a rail still in service (one
+ * that refuses the post goes out too); the failed one is done with only
+ * once its replacement is counted, so a flush never sees the peer idle in
+ * between.  False when no rail is left: the caller reports the error.
+ */
+static bool take_over(mca_btl_ofi_comp_t *comp, int status)
+{
+    mca_btl_ofi_module_t *module = comp->module;
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+    int r = comp->rail;
+
+    for (;;) {
+        int rc;
+
+        rail_down(module, endpoint, r, status);
+        r = next_rail_up(module, endpoint);
+        if (r < 0) {
+            return false;
+        }
+        rc = post_piece(module, endpoint, r, comp->is_put, comp->local_address, comp->size, false,
+                        comp->local_handle, comp->remote_handle, comp->remote_address, comp->stripe,
+                        comp->cbfunc, comp->cbcontext, comp->cbdata);
+        if (OPAL_SUCCESS == rc) {
+            break;
+        }
+        if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
+            return false; /* the rail is busy, not broken: the error stands */
+        }
+        status = rc;
+    }
+    mca_btl_ofi_count(module->rails[r], MCA_BTL_OFI_CNT_REPOST, 1);
+    endpoint_op_done(comp);
+    comp_return(comp->context, comp);
+    return true;
+}
+
+/*
+ * A put or get of the lead module.  Below btl_ofi_stripe_min it goes
+ * whole on the next rail in service; from it, one chunk per rail in
+ * service (mca_btl_ofi_stripe_cut), posted at once under one whole
+ * operation that calls back when the last chunk is in.
+ */
+static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                          bool is_put, rma_args_t *args,
+                          mca_btl_base_registration_handle_t *local_handle,
+                          mca_btl_base_registration_handle_t *remote_handle,
+                          uint64_t remote_address, mca_btl_base_rdma_completion_fn_t cbfunc,
+                          void *cbcontext, void *cbdata)
+{
+    size_t offsets[MCA_BTL_OFI_MAX_RAILS], lengths[MCA_BTL_OFI_MAX_RAILS];
+    int which[MCA_BTL_OFI_MAX_RAILS];
+    int up = rails_up_count(module, endpoint, which);
+    mca_btl_ofi_comp_t *stripe;
+    int chunks, rc;
+
+    if (OPAL_UNLIKELY(0 == up)) {
+        return OPAL_ERR_UNREACH;
+    }
+    chunks = mca_btl_ofi_stripe_cut(args->size, up, module->stripe_min, MCA_BTL_OFI_STRIPE_ALIGN,
+                                    offsets, lengths);
+    if (1 == chunks) {
+        int r = (1 == up) ? which[0] : next_rail_up(module, endpoint);
+
+        return post_piece(module, endpoint, r < 0 ? which[0] : r, is_put, args->local, args->size,
+                          args->inject, local_handle, remote_handle, remote_address, NULL, cbfunc,
+                          cbcontext, cbdata);
+    }
+    stripe = comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, args->local,
+                         local_handle, cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == stripe)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    /* the poster holds one count until every chunk is posted, so no chunk
+     * completing early ends the operation */
+    stripe->chunks_left = chunks + 1;
+    stripe->stripe_status = OPAL_SUCCESS;
+    for (int i = 0; i < chunks; ++i) {
+        rc = post_piece(module, endpoint, which[i], is_put, (char *) args->local + offsets[i],
+                        lengths[i], false, local_handle, remote_handle, remote_address + offsets[i],
+                        stripe, NULL, NULL, NULL);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+            if (0 == i) {
+                comp_return(stripe->context, stripe);
+                return rc; /* nothing in flight: osc/rdma may try again */
+            }
+            /* the chunks in flight end the operation, with this error */
+            stripe->stripe_status = rc;
+            (void) chunks_done(stripe, chunks - i);
+            break;
+        }
+    }
+    stripe_chunk_done(stripe, OPAL_SUCCESS);
+    return OPAL_SUCCESS;
+}
+
 /**
  * The part of a put or a get after its checks: a completion, the remote
  * address and key, one post, and the MPI_T counters.  @p args holds the
@@ -263,6 +541,10 @@ static int start_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpo
 
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return OPAL_ERR_BAD_PARAM; /* no registration for the target */
+    }
+    if (module->num_rails > 1) {
+        return start_on_rails(module, endpoint, is_put, args, local_handle, remote_handle,
+                              remote_address, cbfunc, cbcontext, cbdata);
     }
     comp = mca_btl_ofi_comp_get(module, endpoint, args->local, local_handle, cbfunc, cbcontext,
                                 cbdata);
@@ -338,10 +620,23 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 static int64_t module_outstanding(mca_btl_ofi_module_t *module)
 {
     int64_t total = 0;
-    for (int i = 0; i < module->num_contexts; ++i) {
-        total += module->contexts[i].outstanding;
+
+    for (int r = 0; r < module->num_rails; ++r) {
+        mca_btl_ofi_module_t *rail = module->rails[r];
+
+        for (int i = 0; i < rail->num_contexts; ++i) {
+            total += rail->contexts[i].outstanding;
+        }
     }
     return total;
+}
+
+/* A flush covers every rail: the lead's operations complete on all. */
+static void progress_rails(mca_btl_ofi_module_t *module)
+{
+    for (int r = 0; r < module->num_rails; ++r) {
+        (void) mca_btl_ofi_progress_module(module->rails[r]);
+    }
 }
 
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint)
@@ -351,11 +646,11 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_FLUSH, 1);
     if (NULL != endpoint) {
         while (endpoint->outstanding > 0) {
-            (void) mca_btl_ofi_progress_module(module);
+            progress_rails(module);
         }
     } else {
         while (module_outstanding(module) > 0) {
-            (void) mca_btl_ofi_progress_module(module);
+            progress_rails(module);
         }
     }
     opal_atomic_mb();

@@ -12,6 +12,12 @@
  * the raw-libfabric benchmark link this file alone.
  */
 
+/* dirfd() when built alone with -std=c11 (inside Open MPI, opal_config.h
+ * asks for the same) */
+#ifndef _GNU_SOURCE
+#    define _GNU_SOURCE
+#endif
+
 #include "btl_ofi_validate.h"
 
 #include <dirent.h>
@@ -533,4 +539,35 @@ int mca_btl_ofi_widen_sockets_to(const struct sockaddr *peer, size_t peer_len, i
     }
     closedir(fds);
     return widened;
+}
+
+int mca_btl_ofi_stripe_cut(size_t size, int rails, size_t stripe_min, size_t align, size_t *offsets,
+                           size_t *lengths)
+{
+    size_t units, done = 0;
+    int chunks;
+
+    if (0 == align) {
+        align = 1;
+    }
+    units = (size + align - 1) / align;
+    chunks = (rails < 1) ? 1 : rails;
+    if (0 == stripe_min || size < stripe_min || units < 2) {
+        chunks = 1;
+    } else if ((size_t) chunks > units) {
+        chunks = (int) units;
+    }
+    for (int i = 0; i < chunks; ++i) {
+        /* the first units % chunks chunks take one unit more */
+        size_t share = units / (size_t) chunks + ((size_t) i < units % (size_t) chunks);
+        size_t len = share * align;
+
+        if (done + len > size) {
+            len = size - done;
+        }
+        offsets[i] = done;
+        lengths[i] = len;
+        done += len;
+    }
+    return chunks;
 }

@@ -29,6 +29,8 @@
 
 #define MCA_BTL_OFI_MAX_MODULES_LIMIT  16  /**< hard bound of btl_ofi_max_nics */
 #define MCA_BTL_OFI_MAX_CONTEXTS_LIMIT 64  /**< hard bound of num_contexts_per_module */
+#define MCA_BTL_OFI_MAX_RAILS          8   /**< rails one module moves one-sided bytes on */
+#define MCA_BTL_OFI_STRIPE_ALIGN       64  /**< chunks of a striped transfer start on this */
 #define MCA_BTL_OFI_CQ_BATCH_LIMIT     256 /**< entries of the CQ read buffer: num_cq_read's bound */
 
 /** Memory-registration mode bits we know how to serve. */
@@ -320,5 +322,17 @@ typedef struct mca_btl_ofi_look_plan_t {
  * wake the thread; the awake interval otherwise.
  */
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);
+
+/**
+ * How a put or get of @p size bytes is cut across @p rails rails that
+ * reach the peer (rails are NICs of one provider, equal shares): chunk i
+ * covers [@p offsets[i], + @p lengths[i]).  Every cut falls on a multiple
+ * of @p align, so no chunk is shorter than @p align except a last short
+ * one; fewer chunks than rails when the size does not give each rail a
+ * whole @p align.  Returns the number of chunks, 1 when @p size is below
+ * @p stripe_min or @p stripe_min is 0 (striping off).
+ */
+int mca_btl_ofi_stripe_cut(size_t size, int rails, size_t stripe_min, size_t align, size_t *offsets,
+                           size_t *lengths);
 
 #endif /* MCA_BTL_OFI_VALIDATE_H */

@@ -99,6 +99,7 @@ struct options {
     struct bench_sizes sizes;
     enum win_flavour flavour;
     enum bench_pattern pattern;
+    int window; /* operations per flush of the bandwidth and rate tests */
     struct bench_common_opts common;
 };
 
@@ -186,9 +187,11 @@ static void print_usage(FILE *f)
             "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n"
             "  -M        many-to-one: ranks 1..N-1 all target rank 0 (put_lat get_lat\n"
             "            put_bw get_bw put_rate acc_lat gacc_lat fop_lat)\n"
+            "  -W OPS    operations per flush of put_bw, get_bw, put_bibw, put_rate\n"
+            "            (default %d: large sizes over slow links take fewer)\n"
             "Rows with several origins: latency is the mean over them, bandwidth\n"
             "and rate the sum; a '# per-origin' line gives min, mean and max.\n",
-            BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT);
+            BENCH_WINDOW, BENCH_POINT_TIME_CAP, BENCH_DEFAULT_TIMEOUT, BENCH_WINDOW);
 }
 
 static int select_tests(const char *list, struct options *opt)
@@ -225,8 +228,9 @@ static int parse_options(int argc, char **argv, struct options *opt)
     bench_common_defaults(&opt->common);
 
     opt->pattern = BENCH_PAIRS;
+    opt->window = BENCH_WINDOW;
 
-    while ((c = getopt(argc, argv, "t:m:f:i:w:c:qT:Mh")) != -1) {
+    while ((c = getopt(argc, argv, "t:m:f:i:w:c:qT:MW:h")) != -1) {
         if (bench_common_option(&opt->common, c, optarg, "osc_bench"))
             continue;
         switch (c) {
@@ -256,6 +260,13 @@ static int parse_options(int argc, char **argv, struct options *opt)
         }
         case 'M':
             opt->pattern = BENCH_MANY_TO_ONE;
+            break;
+        case 'W':
+            opt->window = atoi(optarg);
+            if (opt->window < 1) {
+                fprintf(stderr, "osc_bench: bad value for -W: %s\n", optarg);
+                return -1;
+            }
             break;
         case 'h':
             print_usage(stdout);
@@ -418,7 +429,7 @@ static void post_atomic(struct osc_state *st)
  * step is BENCH_WINDOW operations and one flush. */
 static void one_step(struct osc_state *st, size_t size)
 {
-    int ops = st->t->kind == BENCH_LATENCY ? 1 : BENCH_WINDOW;
+    int ops = st->t->kind == BENCH_LATENCY ? 1 : st->opt->window;
 
     if (is_atomic(st->t)) {
         post_atomic(st);
@@ -619,15 +630,16 @@ static int validate_size(struct osc_state *st, size_t size)
     return any_bad ? -1 : 0;
 }
 
-static double step_value(const struct test_desc *t, size_t size, long done, double secs)
+static double step_value(const struct test_desc *t, int window, size_t size, long done,
+                         double secs)
 {
     if (secs <= 0)
         secs = 1e-9;
     if (t->kind == BENCH_LATENCY)
         return secs * 1e6 / (double) done;
     if (t->kind == BENCH_BANDWIDTH)
-        return (double) size * BENCH_WINDOW * (double) done / secs / 1e6;
-    return (double) BENCH_WINDOW * (double) done / secs;
+        return (double) size * window * (double) done / secs / 1e6;
+    return (double) window * (double) done / secs;
 }
 
 static int compare_double(const void *a, const void *b)
@@ -764,7 +776,7 @@ static double measure_size(struct osc_state *st, size_t size)
         run_steps(st, size, plan.warmup, plan.warmup_cap, &warm);
         done = run_steps(st, size, plan.iters, plan.timed_cap, &secs);
         MPI_Win_unlock_all(st->win);
-        value = done > 0 ? step_value(st->t, size, done, secs) : 0;
+        value = done > 0 ? step_value(st->t, st->opt->window, size, done, secs) : 0;
     }
     /* The passive target spends the origin's whole epoch in here. */
     MPI_Barrier(MPI_COMM_WORLD);
@@ -824,6 +836,8 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
         printf("# window=%s sync=lock_all %s%s\n", flavour_names[opt->flavour],
                bench_layout_words(&st->lay, words, sizeof(words)),
                opt->common.quick ? " quick" : "");
+        if (t->kind != BENCH_LATENCY && opt->window != BENCH_WINDOW)
+            printf("# %d operations per flush (-W), not %d\n", opt->window, BENCH_WINDOW);
         if (several)
             bench_print_combination(
                 t->kind, t->both_ranks_origin ? st->lay.nranks : st->lay.origins, "origins");

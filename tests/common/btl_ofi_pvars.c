@@ -25,7 +25,7 @@ static const char *const pvar_base_names[] = {
     "send_count",      "send_bytes",  "recv_count",       "recv_bytes",       "flush_count",
     "retry_count",     "error_count", "mr_count",         "mr_release_count", "wake_sent_count",
     "wake_recv_count", "look_count",  "look_timer_count", "look_woken_count", "step_in_count",
-    "expose_count",
+    "expose_count",    "repost_count", "rail_down_count",
 };
 #define NUM_BASE  ((int) (sizeof(pvar_base_names) / sizeof(pvar_base_names[0])))
 #define NUM_PVARS (2 * NUM_BASE) /* the global ones, then the nic_ ones */
@@ -160,7 +160,7 @@ void btl_ofi_pvars_print(FILE *out, int rank)
     fprintf(out,
             "PVARS rank=%d put=%ld get=%ld atomic=%ld send=%ld recv=%ld flush=%ld retry=%ld "
             "error=%ld mr_held=%ld wake_sent=%ld wake_recv=%ld look=%ld look_timer=%ld "
-            "look_woken=%ld step_in=%ld expose=%ld\n",
+            "look_woken=%ld step_in=%ld expose=%ld repost=%ld rail_down=%ld\n",
             rank, btl_ofi_pvars_get("put_count"), btl_ofi_pvars_get("get_count"),
             btl_ofi_pvars_get("atomic_count"), btl_ofi_pvars_get("send_count"),
             btl_ofi_pvars_get("recv_count"), btl_ofi_pvars_get("flush_count"),
@@ -168,6 +168,7 @@ void btl_ofi_pvars_print(FILE *out, int rank)
             btl_ofi_pvars_mr_held(), btl_ofi_pvars_get("wake_sent_count"),
             btl_ofi_pvars_get("wake_recv_count"), btl_ofi_pvars_get("look_count"),
             btl_ofi_pvars_get("look_timer_count"), btl_ofi_pvars_get("look_woken_count"),
-            btl_ofi_pvars_get("step_in_count"), btl_ofi_pvars_get("expose_count"));
+            btl_ofi_pvars_get("step_in_count"), btl_ofi_pvars_get("expose_count"),
+            btl_ofi_pvars_get("repost_count"), btl_ofi_pvars_get("rail_down_count"));
     fflush(out);
 }

@@ -25,6 +25,12 @@
 #             ping-pong (tests/hosts/hosts-nics.c) moving bytes on every module
 #             (btl_ofi_nic_* counters) and on both interfaces (kernel
 #             counters), then two-sided suite tests over both NICs
+#   rails     2 NICs per host: one-sided traffic striped over both
+#             (tests/hosts/hosts-rails.c: every byte and atomic checked, both
+#             NICs carry a large put and get, atomics stay on one), the same
+#             with btl_ofi_rails 1; then (tcp;ofi_rxm) a loop of 1 MiB puts
+#             and gets while every TCP connection on one host's eth0 is reset
+#             by a packet filter: every byte right, chunks re-posted
 # --quick: one run per suite test on 2 hosts, tcp;ofi_rxm only, plus the
 # hosts_rma, provider and nics checks.
 #
@@ -264,6 +270,75 @@ check_nics_striped() {
     return 0
 }
 
+# Every rank's lead module says it moves one-sided bytes on 2 rails.
+check_rails_striped() {
+    local log=$1 n
+    n=$(clean_log "$log" | grep -c 'one-sided traffic of .* on 2 rails' || true)
+    if [ "$n" -lt "$cur_np" ]; then
+        fail_reason="$n of $cur_np ranks use 2 rails"
+        return 1
+    fi
+    return 0
+}
+
+# A rail that fails mid-run.  ob1 goes over btl/tcp on eth1 and PRRTE's
+# daemons talk over eth1, so that only our rails see the failure: a
+# packet filter on btlofi-h2 answers every TCP packet on eth0 with a reset
+# 4 s into a 12 s loop of checked 1 MiB puts and gets (hosts-rails --loop).
+# The loop must end with every byte right, chunks re-posted and the rail
+# out of service.
+rail_failover() {
+    local prov=$1 label="rail_failover np=2 hosts=2 $1  nics=2" log rc=0 start took
+    if ! provider_ok "$prov"; then
+        record SKIP "$label  (libfabric offers no provider '$prov' here)"
+        return 0
+    fi
+    if ! command -v iptables >/dev/null 2>&1; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables >>"$LOGDIR/up.log" 2>&1 || true
+    fi
+    if ! command -v iptables >/dev/null 2>&1; then
+        record SKIP "$label  (no iptables, and it could not be installed)"
+        return 0
+    fi
+    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
+    "$HOSTS" up 2 --nics 2 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 2 failed"
+    log=$LOGDIR/$(safe_name "rail_failover-$prov").log
+    start=$(date +%s.%N)
+    (
+        sleep 4
+        for chain in "INPUT -i" "OUTPUT -o"; do
+            # shellcheck disable=SC2086
+            "$HOSTS" exec btlofi-h2 iptables -A $chain eth0 -p tcp -j REJECT --reject-with tcp-reset
+        done
+        echo "# $(date -Is) btlofi-h2: TCP on eth0 reset from now on"
+    ) >>"$log.filter" 2>&1 &
+    local breaker=$!
+    echo "# $(date -Is) rail failover: one-sided on 2 rails, ob1 on btl/tcp eth1" >"$log"
+    timeout -k 10 "$TIMEOUT" "$MPIRUN" --hosts 2 --nics 2 -np 2 --mca pml ob1 \
+        --mca btl ofi,self,tcp --mca btl_ofi_mode 0 --mca btl_tcp_if_include eth1 \
+        --prtemca oob_tcp_if_include eth1 --mca osc rdma --mca btl_ofi_max_nics 2 \
+        --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 \
+        "$BTL_OFI_BUILD/hosts/hosts-rails" --loop 12 </dev/null >>"$log" 2>&1 || rc=$?
+    wait "$breaker" || true
+    cat "$log.filter" >>"$log" 2>/dev/null && rm -f "$log.filter"
+    took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
+    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
+    local reposts downs
+    reposts=$(clean_log "$log" | sed -n 's/^RAILS .* repost=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
+    downs=$(clean_log "$log" | sed -n 's/^RAILS .* rail_down=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
+    if [ $rc != 0 ]; then
+        record FAIL "$label  ($took, exit $rc, log $log)"
+        show_log_tail "$log"
+    elif ! clean_log "$log" | grep -q '^hosts_rails: PASS'; then
+        record FAIL "$label  ($took, no PASS line, log $log)"
+    elif [ "${reposts:-0}" -lt 1 ] || [ "${downs:-0}" -lt 1 ]; then
+        record FAIL "$label  ($took, repost_count ${reposts:-?} rail_down_count ${downs:-?}:" \
+            "the failure was not seen, log $log)"
+    else
+        record PASS "$label  ($took, $reposts operations re-posted, $downs rails out)"
+    fi
+}
+
 # ------------------------------------------------------------------
 # The suite: manifest lines for a provider, "NAME|MIN_NP|EXTRA" (one per line).
 
@@ -418,6 +493,22 @@ for prov in "${providers[@]}"; do
         fi
     fi
 done
+
+# 5. one-sided striping over two NICs, and a NIC that fails under it
+for prov in "${providers[@]}"; do
+    cur_np=2 cur_nics=2
+    "$HOSTS" up 2 --nics 2 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 2 failed"
+    run_mpi rails 2 2 2 "$prov" check_rails_striped --mca btl_ofi_max_nics 2 \
+        --mca btl_ofi_verbose 1 -- "$BTL_OFI_BUILD/hosts/hosts-rails" 2
+    run_mpi rails_one 2 2 2 "$prov" - --mca btl_ofi_max_nics 2 --mca btl_ofi_rails 1 \
+        -- "$BTL_OFI_BUILD/hosts/hosts-rails" 1
+    if [ $quick = 0 ]; then
+        cur_np=4
+        run_mpi rails 4 2 2 "$prov" - --mca btl_ofi_max_nics 2 \
+            -- "$BTL_OFI_BUILD/hosts/hosts-rails" 2
+    fi
+done
+rail_failover "tcp;ofi_rxm"
 
 summary
 [ $n_fail = 0 ]

@@ -760,6 +760,46 @@ static void test_widen_sockets_to(void **state)
                      0);
 }
 
+/* Every cut covers the transfer exactly once, in order, on align. */
+static void check_cut(size_t size, int rails, size_t min, size_t align, int expect_chunks)
+{
+    size_t off[MCA_BTL_OFI_MAX_RAILS], len[MCA_BTL_OFI_MAX_RAILS], next = 0;
+    int n = mca_btl_ofi_stripe_cut(size, rails, min, align, off, len);
+
+    assert_int_equal(expect_chunks, n);
+    for (int i = 0; i < n; ++i) {
+        assert_int_equal(next, off[i]);
+        assert_true(len[i] > 0);
+        assert_int_equal(0, off[i] % align);
+        next += len[i];
+    }
+    assert_int_equal(size, next);
+    for (int i = 1; i + 1 < n; ++i) {
+        assert_true(len[i] <= len[0]); /* the larger shares come first */
+    }
+}
+
+static void test_stripe_cut(void **state)
+{
+    size_t off[MCA_BTL_OFI_MAX_RAILS], len[MCA_BTL_OFI_MAX_RAILS];
+
+    (void) state;
+    check_cut(8, 2, 65536, 64, 1);              /* below the threshold */
+    check_cut(65535, 2, 65536, 64, 1);          /* one byte below */
+    check_cut(65536, 2, 65536, 64, 2);          /* at it */
+    check_cut(65536 + 1, 2, 65536, 64, 2);      /* one byte over: the odd byte goes last */
+    check_cut(65536 + 63, 3, 65536, 64, 3);     /* shares of 342/341/341 units */
+    check_cut(1 << 24, 4, 65536, 64, 4);        /* 16 MiB on 4 */
+    check_cut((1 << 24) - 1, 8, 65536, 64, 8);  /* odd size, 8 rails */
+    check_cut(100, 4, 1, 64, 2);                /* only two whole units to give */
+    check_cut(64, 4, 1, 64, 1);                 /* one unit: one chunk */
+    check_cut(1 << 20, 2, 0, 64, 1);            /* striping off */
+    check_cut(1 << 20, 1, 65536, 64, 1);        /* one rail */
+    assert_int_equal(2, mca_btl_ofi_stripe_cut(65536 + 1, 2, 65536, 64, off, len));
+    assert_int_equal(32768 + 64, len[0]);
+    assert_int_equal(32768 - 63, len[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -795,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_default_eager_limit),
         cmocka_unit_test(test_sockets_buf_size),
         cmocka_unit_test(test_widen_sockets_to),
+        cmocka_unit_test(test_stripe_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
