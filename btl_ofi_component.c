@@ -103,6 +103,13 @@ static int mca_btl_ofi_component_register(void)
                         "peers wake it, in microseconds: it shares its rank's core, and one "
                         "that runs too often is made to wait by the scheduler (0..1000000)",
                         &c->progress_gap_us, 60);
+    (void) register_int("progress_slice_us",
+                        "Time slice the progress thread asks of the scheduler, in microseconds "
+                        "(Linux 6.12 and later, which clamp it to 100..100000): a short slice "
+                        "lets the thread, woken while its rank computes, run before the rank's "
+                        "own slice ends; it takes no more time than before; 0: the kernel's "
+                        "default (0..100000)",
+                        &c->progress_slice_us, 100);
     (void) register_int("progress_sleep_us",
                         "How often the progress thread looks while nothing has been aimed at "
                         "this process for btl_ofi_progress_linger_us (no wake-up, no "
@@ -233,6 +240,7 @@ static int check_params(void)
     check_int_param("btl_ofi_progress_idle_us", &c->progress_idle_us, 10, 1000000);
     check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
     check_int_param("btl_ofi_progress_gap_us", &c->progress_gap_us, 0, 1000000);
+    check_int_param("btl_ofi_progress_slice_us", &c->progress_slice_us, 0, 100000);
     check_int_param("btl_ofi_progress_sleep_us", &c->progress_sleep_us, 10, 10000000);
     check_int_param("btl_ofi_progress_linger_us", &c->progress_linger_us, 0, 10000000);
     c->progress_thread = mca_btl_ofi_parse_progress_thread(progress_thread_param);

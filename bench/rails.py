@@ -15,7 +15,7 @@ into a veth is the bottleneck.  For each K, interleaved round by round:
 osc_bench put_bw and get_bw from 64 KiB to 16 MiB, 4 operations per flush
 (-W 4: a 16 MiB window of 64 takes 9 s at 1 Gbit/s).  With 2 NICs also:
 8-byte put/get/fetch-and-op latency and put rate, ours against onerail,
-and ob1's two-sided bandwidth (p2p_bench p2p_bw) with 2 rails and with 1.
+and ob1's two-sided bandwidth (p2p_bench bw) with 2 rails and with 1.
 
 Writes samples.csv, summary.md and (with gnuplot) bandwidth.png to --out.
 The ratio column is ours / (K x onerail at the same K): the target is 0.9
@@ -120,15 +120,15 @@ class Runner:
             impls = self.impls_for(nics)
             for rnd in range(self.args.rounds):
                 order = impls[rnd % len(impls):] + impls[:rnd % len(impls)]
-                for impl in order:
+                for impl in order if not self.args.no_bandwidth else []:
                     print("K=%d round %d: %s" % (nics, rnd + 1, impl), flush=True)
                     self.launch(impl, nics, "osc_bench", bw_args, rnd)
                 if nics == 2 and not self.args.no_latency:
                     for impl in ("ours", "onerail"):
                         self.launch(impl, nics, "osc_bench",
-                                    ["-t", "put_lat,get_lat,fop_lat,put_rate", "-m", "8"], rnd)
+                                    ["-t", "put_lat,get_lat,fop_lat,put_rate", "-m", "8:8"], rnd)
                         self.launch(impl, nics, "p2p_bench",
-                                    ["-t", "p2p_bw", "-m", "65536,1048576,4194304"], rnd)
+                                    ["-t", "bw", "-m", "65536,1048576,4194304"], rnd)
         subprocess.run([HOSTS, "down"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def median(self, nics, impl, test, size):
@@ -142,17 +142,19 @@ class Runner:
             w.writerow(["nics", "impl", "test", "size", "round", "value"])
             w.writerows(self.samples)
         sizes = sorted({s[3] for s in self.samples if s[2] in ("put_bw", "get_bw")})
+        if self.args.no_bandwidth:
+            sizes = []
         fmt = lambda v: "n/a" if v is None else ("%.1f" % v if v >= 10 else "%.2f" % v)
         L = ["# One-sided bandwidth over K NICs of %s each (%s)" % (self.args.rate,
                                                                   self.args.provider), "",
              "`%s`, %d rounds, medians in MB/s; ratio = ours / (K x onerail)." % (
                  " ".join(sys.argv), self.args.rounds), ""]
-        for test in ("put_bw", "get_bw"):
+        for test in ("put_bw", "get_bw") if sizes else ():
             for nics in self.args.nics:
                 impls = self.impls_for(nics)
                 L.append("## %s, K = %d" % (test, nics))
                 L.append("")
-                L.append("| size | " + " | ".join(impls) + (" | ratio |" if nics > 1 else ""))
+                L.append("| size | " + " | ".join(impls) + (" | ratio |" if nics > 1 else " |"))
                 L.append("|--:|" + "--:|" * len(impls) + ("--:|" if nics > 1 else ""))
                 for size in sizes:
                     vals = [self.median(nics, i, test, size) for i in impls]
@@ -164,12 +166,12 @@ class Runner:
                                          "%.2f" % (o / (nics * one)))
                     L.append(row + " |")
                 L.append("")
-        if any(s[2] in ("put_lat", "p2p_bw") for s in self.samples):
+        if any(s[2] in ("put_lat", "bw") for s in self.samples):
             L.append("## K = 2: small operations and two-sided traffic, 2 rails against 1")
             L.append("")
             L.append("| test | size | ours (2 rails) | onerail | ours / onerail |")
             L.append("|--|--:|--:|--:|--:|")
-            for test in ("put_lat", "get_lat", "fop_lat", "put_rate", "p2p_bw"):
+            for test in ("put_lat", "get_lat", "fop_lat", "put_rate", "bw"):
                 for size in sorted({s[3] for s in self.samples if s[2] == test}):
                     o, one = self.median(2, "ours", test, size), \
                         self.median(2, "onerail", test, size)
@@ -217,9 +219,10 @@ def main():
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--sizes", default="65536,262144,1048576,4194304,16777216")
-    ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--impls", default="ours,onerail,upstream,mpich")
     ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--no-bandwidth", action="store_true")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()

@@ -1,0 +1,70 @@
+#!/bin/bash
+# btl_ofi_progress_slice_us: out-of-range values are clamped with
+# "[bad parameter]".  And the progress thread (named btl-ofi-look) gets the
+# slice it asks for: while rma_busy_target's target computes, the
+# scheduler's own record of the thread (/proc/PID/task/TID/sched, se.slice,
+# Linux 6.12 and later) says 100 us by default and the kernel's default
+# with 0.  Skipped where the kernel shows no se.slice.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+require_smoke
+
+BUSY=${BTL_OFI_BUILD:-$PARAMS_ROOT/build}/mpi/rma_busy_target
+[ -x "$BUSY" ] || skip "$BUSY is not built (make -C standalone mpitests)"
+
+expect_clamped_runs progress_slice_us 0 100000 "-5 0" "200000 100000"
+
+grep -q '^se.slice' /proc/self/sched 2>/dev/null ||
+    { echo "this kernel shows no se.slice: the slice itself is not checked"; finish; }
+
+# The slices of every btl-ofi-look thread seen during a job, one per line.
+thread_slices() {
+    local end=$((SECONDS + 20)) task
+    while [ $SECONDS -lt $end ]; do
+        for task in /proc/[0-9]*/task/[0-9]*; do
+            [ "$(cat "$task/comm" 2>/dev/null)" = btl-ofi-look ] || continue
+            sed -n 's/^se.slice *: *\([0-9]*\).*/\1/p' "$task/sched" 2>/dev/null
+        done
+        sleep 0.2
+    done
+}
+
+# slice_job LABEL SLICE: rma_busy_target with btl_ofi_progress_slice_us
+# SLICE; sets SLICES to what the threads had.
+slice_job() {
+    local label=$1 slice=$2 watcher log=$PARAMS_LOGS/$PARAMS_TEST.$1.log
+    echo "job $label: rma_busy_target -s 3, btl_ofi_progress_slice_us $slice"
+    thread_slices >"$log.slices" &
+    watcher=$!
+    set +e
+    timeout -k 10 "$PARAMS_TIMEOUT" "$PARAMS_ROOT/contrib/mpirun" -np 2 --oversubscribe \
+        --mca pml ob1 --mca osc rdma --mca btl ofi,self \
+        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
+        --mca btl_ofi_progress_slice_us "$slice" "$BUSY" -s 3 >"$log" 2>&1 </dev/null
+    JOB_RC=$?
+    set -e
+    kill "$watcher" 2>/dev/null || true
+    wait "$watcher" 2>/dev/null || true
+    JOB_LOG=$log JOB_NAME=$label
+    expect_no_crash
+    if [ "$JOB_RC" != 0 ] || ! grep -aqF "rma_busy_target: PASS" "$log"; then
+        fail "rma_busy_target did not pass (exit status $JOB_RC, log $log)"
+    fi
+    SLICES=$(sort -u "$log.slices" | tr '\n' ' ')
+}
+
+slice_job default 100
+if [ -z "$SLICES" ]; then
+    fail "no btl-ofi-look thread was seen during the job"
+elif [ "$SLICES" = "100000 " ]; then
+    ok "the progress thread ran with a 100 us slice"
+else
+    fail "the progress thread's slices were: $SLICES(expected 100000 ns)"
+fi
+slice_job kernel 0
+if [ -n "$SLICES" ] && ! [[ " $SLICES" == *" 100000 "* ]]; then
+    ok "with 0 the thread kept the kernel's slice ($SLICES ns)"
+else
+    fail "with btl_ofi_progress_slice_us 0 the slices were: ${SLICES:-none}"
+fi
+finish
