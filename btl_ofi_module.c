@@ -641,6 +641,13 @@ void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead)
     }
     for (int r = 1; r < want; ++r) {
         lead->rails[r] = c->modules[r];
+        /* a rail's NIC moves the lead's RDMA: ob1 taking a share of a
+         * message through the rail as well would load that NIC twice (3/4
+         * of the bytes on one of 2 NICs, measured), and osc/rdma must not
+         * pick it; the rail still sends ob1's messages */
+        c->modules[r]->super.btl_flags &=
+            ~(MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS
+              | MCA_BTL_OFI_FLAGS_REMOTE_COMPLETION);
     }
     lead->num_rails = want < 1 ? 1 : want;
     lead->stripe_min = (size_t) c->stripe_min;

@@ -188,22 +188,21 @@ class Runner:
         if not shutil.which("gnuplot") or not sizes:
             return
         data = os.path.join(self.args.out, "put_bw.dat")
+        plots = []
         with open(data, "w") as f:
             for nics in self.args.nics:
                 for impl in ("ours", "onerail"):
+                    rows = [(size, self.median(nics, impl, "put_bw", size)) for size in sizes]
+                    rows = [r for r in rows if r[1] is not None]
+                    if not rows:
+                        continue
                     f.write("# K=%d %s\n" % (nics, impl))
-                    for size in sizes:
-                        v = self.median(nics, impl, "put_bw", size)
-                        if v is not None:
-                            f.write("%d %f\n" % (size, v))
+                    f.writelines("%d %f\n" % r for r in rows)
                     f.write("\n\n")
-        plots, idx = [], 0
-        for nics in self.args.nics:
-            for impl in ("ours", "onerail"):
-                plots.append("'%s' index %d with linespoints title '%s, %d NIC%s'" % (
-                    data, idx, impl, nics, "s" if nics > 1 else ""))
-                idx += 1
-        script = ("set terminal png size 900,600; set output '%s'; set logscale x 2; "
+                    plots.append("'%s' index %d with linespoints title '%s, %d NIC%s'" % (
+                        data, len(plots), impl, nics, "s" if nics > 1 else ""))
+        script = ("set terminal png size 900,600 noenhanced; set output '%s'; "
+                  "set logscale x 2; set format x '%%.0b %%BB'; "
                   "set xlabel 'bytes'; set ylabel 'MB/s'; set key left top; "
                   "set title 'MPI_Put bandwidth across 2 hosts, NICs of %s'; plot %s" % (
                       os.path.join(self.args.out, "bandwidth.png"), self.args.rate,
@@ -225,6 +224,8 @@ def main():
     ap.add_argument("--no-bandwidth", action="store_true")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--from-csv", metavar="CSV",
+                    help="write summary.md and the plot from an earlier run's samples.csv")
     args = ap.parse_args()
     args.nics = [int(n) for n in args.nics.split(",")]
     args.impls = args.impls.split(",")
@@ -232,7 +233,13 @@ def main():
         args.out = os.path.join(ROOT, "bench-out", "rails-" + time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(args.out, exist_ok=True)
     r = Runner(args)
-    r.run()
+    if args.from_csv:
+        with open(args.from_csv) as f:
+            for row in csv.DictReader(f):
+                r.samples.append((int(row["nics"]), row["impl"], row["test"], int(row["size"]),
+                                  int(row["round"]), float(row["value"])))
+    else:
+        r.run()
     r.write()
 
 
