@@ -437,7 +437,10 @@ typedef struct mca_btl_ofi_module_t {
      * domains hold a copy of each of its registrations; 1 elsewhere */
     int num_rails;
     struct mca_btl_ofi_module_t *rails[MCA_BTL_OFI_MAX_RAILS];
-    size_t stripe_min;  /**< puts and gets from this size are split across rails; 0: never */
+    size_t stripe_min; /**< puts and gets from this size are split across rails; 0: never */
+    /** what the layer above (ob1, through the bml) wants told of a peer
+     * lost for good; NULL until it registers */
+    mca_btl_base_module_error_cb_fn_t error_cb;
     char *device_name;  /**< the domain's name, for messages */
     void *ep_name;      /**< our endpoint's address, published by the modex */
     size_t ep_name_len; /**< bytes of ep_name */

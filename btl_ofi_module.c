@@ -695,6 +695,13 @@ int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl)
     return OPAL_SUCCESS;
 }
 
+static int mca_btl_ofi_register_error(mca_btl_base_module_t *btl,
+                                      mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+    ((mca_btl_ofi_module_t *) btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
+}
+
 static void mca_btl_ofi_dump(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                              int verbose)
 {
@@ -724,6 +731,7 @@ mca_btl_ofi_module_t mca_btl_ofi_module_template = {
         .btl_register_mem = mca_btl_ofi_register_mem,
         .btl_deregister_mem = mca_btl_ofi_deregister_mem,
         .btl_dump = mca_btl_ofi_dump,
+        .btl_register_error = mca_btl_ofi_register_error,
         .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
     },
 };

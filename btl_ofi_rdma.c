@@ -426,6 +426,15 @@ static void rail_down(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
         opal_show_help("help-mpi-btl-ofi.txt", "no rail left", true, opal_process_info.nodename,
                        NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?",
                        opal_strerror(status), module->rails[r]->device_name);
+        /* every NIC reported failing: the peer is lost for one-sided
+         * traffic, and osc/rdma would drop the error (it ignores a put's or
+         * get's status); the layer above ends the job, or with ULFM marks
+         * the peer failed, instead of the job computing on wrong data or
+         * waiting for operations the provider will never complete */
+        if (NULL != module->error_cb) {
+            module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
+                             "btl/ofi: every NIC to the peer failed");
+        }
     }
 }
 

@@ -30,7 +30,9 @@
 #             NICs carry a large put and get, atomics stay on one), the same
 #             with btl_ofi_rails 1; then (tcp;ofi_rxm) a loop of 1 MiB puts
 #             and gets while every TCP connection on one host's eth0 is reset
-#             by a packet filter: every byte right, chunks re-posted
+#             by a packet filter: every byte right, chunks re-posted; and
+#             with 3 NICs, both rails of both hosts reset: the job ends with
+#             the [no rail left] error instead of hanging
 # --quick: one run per suite test on 2 hosts, tcp;ofi_rxm only, plus the
 # hosts_rma, provider and nics checks.
 #
@@ -339,6 +341,56 @@ rail_failover() {
     fi
 }
 
+# Every rail failing: 3 NICs, the rails on eth1 and eth2 (btl_ofi_rails 2
+# of 3 modules; module order puts eth0 last here), ob1 on btl/tcp and
+# PRRTE on eth0.  4 s into the loop both hosts reset every TCP connection
+# on eth1 and eth2.  The job must end, with an error and the
+# "[no rail left]" message, well before the lane's timeout: not hang.
+rail_all_fail() {
+    local prov=$1 label="rail_all_fail np=2 hosts=2 $1  nics=3" log rc=0 start took
+    if ! provider_ok "$prov" || ! command -v iptables >/dev/null 2>&1; then
+        record SKIP "$label  (no provider '$prov' or no iptables)"
+        return 0
+    fi
+    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
+    "$HOSTS" up 2 --nics 3 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 3 failed"
+    log=$LOGDIR/$(safe_name "rail_all_fail-$prov").log
+    start=$(date +%s.%N)
+    (
+        sleep 4
+        for h in btlofi-h1 btlofi-h2; do
+            for dev in eth1 eth2; do
+                "$HOSTS" exec "$h" iptables -A INPUT -i "$dev" -p tcp -j REJECT --reject-with tcp-reset
+                "$HOSTS" exec "$h" iptables -A OUTPUT -o "$dev" -p tcp -j REJECT --reject-with tcp-reset
+            done
+        done
+        echo "# $(date -Is) both hosts: TCP on eth1 and eth2 reset from now on"
+    ) >>"$log.filter" 2>&1 &
+    local breaker=$!
+    echo "# $(date -Is) every rail failing: one-sided on eth1+eth2, ob1 on btl/tcp eth0" >"$log"
+    timeout -k 10 120 "$MPIRUN" --hosts 2 --nics 3 -np 2 --mca pml ob1 \
+        --mca btl ofi,self,tcp --mca btl_ofi_mode 0 --mca btl_tcp_if_include eth0 \
+        --prtemca oob_tcp_if_include eth0 --mca osc rdma --mca btl_ofi_max_nics 3 \
+        --mca btl_ofi_rails 2 --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 \
+        "$BTL_OFI_BUILD/hosts/hosts-rails" --loop 30 </dev/null >>"$log" 2>&1 || rc=$?
+    wait "$breaker" || true
+    cat "$log.filter" >>"$log" 2>/dev/null && rm -f "$log.filter"
+    took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
+    "$HOSTS" reap >/dev/null 2>&1 || true
+    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+        record FAIL "$label  ($took, hung: killed after 120 s, log $log)"
+        show_log_tail "$log"
+    elif [ $rc = 0 ]; then
+        record FAIL "$label  ($took, the job passed although every rail was reset, log $log)"
+    elif ! clean_log "$log" | grep -q 'Every NIC (rail) the OFI BTL used'; then
+        record FAIL "$label  ($took, exit $rc without the [no rail left] message, log $log)"
+        show_log_tail "$log"
+    else
+        record PASS "$label  ($took, exit $rc with [no rail left])"
+    fi
+}
+
 # ------------------------------------------------------------------
 # The suite: manifest lines for a provider, "NAME|MIN_NP|EXTRA" (one per line).
 
@@ -509,6 +561,7 @@ for prov in "${providers[@]}"; do
     fi
 done
 rail_failover "tcp;ofi_rxm"
+rail_all_fail "tcp;ofi_rxm"
 
 summary
 [ $n_fail = 0 ]
