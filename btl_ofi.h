@@ -437,6 +437,7 @@ typedef struct mca_btl_ofi_module_t {
      * domains hold a copy of each of its registrations; 1 elsewhere */
     int num_rails;
     struct mca_btl_ofi_module_t *rails[MCA_BTL_OFI_MAX_RAILS];
+    bool lent;         /**< a rail of the lead: offers the layer above sends only */
     size_t stripe_min; /**< puts and gets from this size are split across rails; 0: never */
     /** what the layer above (ob1, through the bml) wants told of a peer
      * lost for good; NULL until it registers */

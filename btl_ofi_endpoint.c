@@ -328,6 +328,15 @@ int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
+    if (module->lent && 0 == (module->super.btl_flags & MCA_BTL_FLAGS_SEND)) {
+        /* a rail with nothing to offer the layer above (one-sided mode):
+         * the bml would take it for a sending BTL; the lead makes the
+         * endpoints it needs itself (attach_rails) */
+        for (size_t i = 0; i < nprocs; ++i) {
+            peers[i] = NULL;
+        }
+        return OPAL_SUCCESS;
+    }
     mca_btl_ofi_lock(&module->lock);
     for (size_t i = 0; i < nprocs; ++i) {
         bool created;

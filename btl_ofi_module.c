@@ -366,6 +366,7 @@ static void describe_module(mca_btl_ofi_module_t *module)
     module->next_key = 1;
     module->num_rails = 1;
     module->rails[0] = module;
+    module->lent = false;
     module->stripe_min = 0;
 }
 
@@ -648,6 +649,7 @@ void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead)
         c->modules[r]->super.btl_flags &=
             ~(MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS
               | MCA_BTL_OFI_FLAGS_REMOTE_COMPLETION);
+        c->modules[r]->lent = true;
     }
     lead->num_rails = want < 1 ? 1 : want;
     lead->stripe_min = (size_t) c->stripe_min;

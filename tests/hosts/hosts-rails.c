@@ -42,40 +42,53 @@ static int peer = -1;   /* where this rank puts */
 static int origin = -1; /* who puts here */
 static int atomics_done;
 
-static int node_of(int rank, const int *nodes)
-{
-    return nodes[rank];
-}
+/* Ranks as (node, index on the node), the node named by its first rank. */
+typedef struct {
+    int node;
+    int local;
+} place_t;
 
-/* The next rank after @p rank, cyclically, on another node; -1 if none. */
-static int remote_after(int rank, const int *nodes)
+/* The rank at @p local on the node after (@p step 1) or before (-1) the
+ * node @p node, cyclically; -1 if there is no other node or no such rank. */
+static int rank_at(const place_t *places, int node, int local, int step)
 {
-    for (int k = 1; k < tc_size; ++k) {
-        int r = (rank + k) % tc_size;
-        if (node_of(r, nodes) != node_of(rank, nodes)) {
+    int nodes[tc_size], n = 0, at = -1;
+
+    for (int r = 0; r < tc_size; ++r) {
+        if (places[r].local == 0) {
+            nodes[n++] = places[r].node; /* in rank order */
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        at = (nodes[i] == node) ? i : at;
+    }
+    if (n < 2 || at < 0) {
+        return -1;
+    }
+    node = nodes[(at + step + n) % n];
+    for (int r = 0; r < tc_size; ++r) {
+        if (places[r].node == node && places[r].local == local) {
             return r;
         }
     }
     return -1;
 }
 
+/* Every rank puts to the rank of its own index on the next node and is
+ * the target of the one on the previous node: one origin per target. */
 static void find_pairs(void)
 {
     MPI_Comm local;
-    int leader = tc_rank;
-    int *nodes = tc_malloc((size_t) tc_size * sizeof(int));
+    place_t me = { tc_rank, 0 }, *places = tc_malloc((size_t) tc_size * sizeof(place_t));
 
     TC_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
-    TC_MPI(MPI_Bcast(&leader, 1, MPI_INT, 0, local));
+    TC_MPI(MPI_Bcast(&me.node, 1, MPI_INT, 0, local));
+    TC_MPI(MPI_Comm_rank(local, &me.local));
     TC_MPI(MPI_Comm_free(&local));
-    TC_MPI(MPI_Allgather(&leader, 1, MPI_INT, nodes, 1, MPI_INT, MPI_COMM_WORLD));
-    peer = remote_after(tc_rank, nodes);
-    for (int o = 0; o < tc_size; ++o) {
-        if (remote_after(o, nodes) == tc_rank) {
-            origin = o; /* with ranks spread evenly, one origin per target */
-        }
-    }
-    free(nodes);
+    TC_MPI(MPI_Allgather(&me, 2, MPI_INT, places, 2, MPI_INT, MPI_COMM_WORLD));
+    peer = rank_at(places, me.node, me.local, 1);
+    origin = rank_at(places, me.node, me.local, -1);
+    free(places);
 }
 
 static uint32_t seed_of(int rank, size_t size, size_t off, int round)
