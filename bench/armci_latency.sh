@@ -6,20 +6,26 @@
 # rank 1, on its own host (--pair same, the default) or on the other
 # (--pair cross: ranks on alternate hosts).  Prints one Markdown table per
 # benchmark and pair: rows x doubles per row, microseconds, one column per
-# implementation and the ratio of ours to the best of the others (put and
-# accumulate: local / remote completion; get: a blocking ARMCI_GetS, for
-# which ARMCI's tests/ have no latency program of their own, only for the
-# rows of one double: strided-bench sweeps every row count up to 1024
-# before it widens the rows, minutes later across the hosts).
+# implementation and the ratio of ours to the best of the others (not
+# ours-*, which are ours tuned), value by value.  Put and accumulate: local
+# / remote completion; get: a blocking ARMCI_GetS, for which ARMCI's tests/
+# have no latency program of their own, only for the rows of one double
+# (strided-bench sweeps every row count up to 1024 before it widens the
+# rows, minutes later across the hosts).
 #
 #   bash bench/armci_latency.sh [--impls L] [--pair same|cross|both]
 #                               [--rows 1X1,2X1,...] [--limit S] [--osc]
 #                               [--rounds N] [--out DIR]
 #
-#   --impls   comma-separated (default ours,tcp,stock, and mpich when built):
+#   --impls   comma-separated (default ours,ours-direct,tcp,stock, and mpich
+#             when built):
 #             ours      our btl/ofi, its choice of provider (tcp;ofi_rxm)
 #             ours-emu  ours with btl_ofi_emulate_atomics 1 (the target's
 #                       CPU applies every atomic)
+#             ours-direct  ours with ARMCI_STRIDED_METHOD=DIRECT: one MPI
+#                       operation with a derived datatype per strided
+#                       transfer, ARMCI-MPI's default on MPICH, instead of
+#                       one per contiguous piece (its default on Open MPI)
 #             tcp       Open MPI's btl/tcp (--mca btl tcp,self)
 #             stock     upstream's btl/ofi (contrib/mpirun --stock), sockets,
 #                       two-sided mode; at most 30 s a launch: at 10-30 ms
@@ -38,8 +44,9 @@
 #             job: build/osc_bench -t put_lat,get_lat,fop_lat -m 8:8, np 4
 #             with --map-by node (pairs 0-2 and 1-3, each on one host),
 #             windows -f allocate and -f create, against the same rows of a
-#             one-node np 2 job on shm; --rounds (default 3) interleaved
-#             launches, medians
+#             one-node np 2 job on shm (the target: within 1.5x) and of a
+#             one-node np 4 job on shm (2 pairs on the 2 cores, as in the
+#             2-host job); --rounds (default 3) interleaved launches, medians
 #   --out DIR the tables also to DIR/summary.md, the logs to DIR/logs/
 #             (default: stdout only, logs in build/bench-armci/)
 #
@@ -53,7 +60,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 ARMCI=$(armci_build_dir ompi)
 ARMCI_MPICH=$(armci_build_dir mpich)
-impls=ours,tcp,stock pairs=same limit=90 osc=0 rounds=3 out=""
+impls=ours,ours-direct,tcp,stock pairs=same limit=90 osc=0 rounds=3 out=""
 if mpich_built && [ -x "$ARMCI_MPICH/tests/ARMCI_PutS_latency" ]; then
     impls+=,mpich
 fi
@@ -150,6 +157,8 @@ launch_of() {
     ours) LAUNCH=("$ROOT/contrib/mpirun" "${base[@]}" --mca btl ofi,self) ;;
     ours-emu) LAUNCH=("$ROOT/contrib/mpirun" "${base[@]}" --mca btl ofi,self
         --mca btl_ofi_emulate_atomics 1) ;;
+    ours-direct) LAUNCH=("$ROOT/contrib/mpirun" "${base[@]}" --mca btl ofi,self
+        -x ARMCI_STRIDED_METHOD=DIRECT) ;;
     tcp) LAUNCH=("$ROOT/contrib/mpirun" "${base[@]}" --mca btl tcp,self) ;;
     stock) LAUNCH=("$ROOT/contrib/mpirun" --stock "${base[@]}" --mca btl ofi,self
         --mca btl_ofi_mode 2 --mca btl_ofi_provider_include sockets) ;;
@@ -200,7 +209,7 @@ cell() {
         END { if (!found) print "-" }'
 }
 
-# ratio CELLS...: ours (the first cell) over the best of the others, value
+# ratio OURS OTHERS...: ours over the best of the others, value
 # by value ("0.5 / 1.2"); "-" without numbers on both sides.
 ratio() {
     printf '%s\n' "$@" | awk -F' / ' '
@@ -220,7 +229,7 @@ ratio() {
 # Our own 8-byte rows (--osc)
 
 OSC_TESTS=(put_lat get_lat fop_lat)
-OSC_CONFIGS=(hosts-allocate shm-allocate hosts-create shm-create)
+OSC_CONFIGS=(hosts-allocate shm-allocate shm4-allocate hosts-create shm-create shm4-create)
 
 # osc_run CONFIG ROUND: one osc_bench launch, its log.
 # shellcheck disable=SC2054
@@ -229,6 +238,7 @@ osc_run() {
     case $config in
     hosts-*) launch=(--hosts 2 -np 4 --map-by node --mca btl ofi,self) ;;
     shm-*) launch=(-np 2 --mca btl ofi,self --mca btl_ofi_provider_include shm) ;;
+    shm4-*) launch=(-np 4 --oversubscribe --mca btl ofi,self --mca btl_ofi_provider_include shm) ;;
     esac
     timeout -k 5 120 "$ROOT/contrib/mpirun" "${launch[@]}" --mca pml ob1 --mca osc rdma \
         "$BTL_OFI_BUILD/osc_bench" -t "$(IFS=,; echo "${OSC_TESTS[*]}")" -m 8:8 -f "${config#*-}" \
@@ -253,23 +263,29 @@ osc_counters() {
         "$LOGDIR/osc-$1-1.log"
 }
 
+# quotient A B: A / B to one decimal, "-" without two numbers.
+quotient() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0)
+        printf "%.1f", a / b; else print "-" }'
+}
+
 osc_report() {
     echo
     echo "Our own 8-byte rows (build/osc_bench -m 8:8), a same-host pair inside a 2-host job"
     echo "(np 4, --map-by node: pairs 0-2 and 1-3, each on one host, our choice of provider)"
-    echo "against a one-node np 2 job on shm; median of $rounds interleaved launches, us;"
-    echo "target: 2 hosts within 1.5x of one node"
+    echo "against one-node jobs on shm, np 2 (the target: within 1.5x) and np 4 (2 pairs);"
+    echo "median of $rounds interleaved launches, us"
     echo
-    echo "| window | test | 2 hosts × 2 ranks, same-host pairs | one node, shm, np 2 | ratio |"
-    echo "|--|--|--:|--:|--:|"
-    local flavour test h s
+    echo "| window | test | 2 hosts × 2 ranks, same-host pairs | one node, shm, np 2 | ratio | one node, shm, np 4 | ratio |"
+    echo "|--|--|--:|--:|--:|--:|--:|"
+    local flavour test h s s4
     for flavour in allocate create; do
         for test in "${OSC_TESTS[@]}"; do
             read -r h _ <<<"$(osc_value "hosts-$flavour" "$test")"
             read -r s _ <<<"$(osc_value "shm-$flavour" "$test")"
-            printf '| %s | %s | %s | %s | %s |\n' "$flavour" "$test" "$h" "$s" \
-                "$(awk -v h="$h" -v s="$s" 'BEGIN { if (h ~ /^[0-9.]+$/ && s ~ /^[0-9.]+$/ && s > 0)
-                    printf "%.1f", h / s; else print "-" }')"
+            read -r s4 _ <<<"$(osc_value "shm4-$flavour" "$test")"
+            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$flavour" "$test" "$h" \
+                "$s" "$(quotient "$h" "$s")" "$s4" "$(quotient "$h" "$s4")"
         done
     done
     echo
@@ -280,7 +296,7 @@ osc_report() {
 # ------------------------------------------------------------------
 
 report() {
-    local pair bench row impl cells with_ratio=0
+    local pair bench row impl value cells with_ratio=0
     # the ratio column when ours is first and has company
     [ "${IMPLS[0]}" != ours ] || [ ${#IMPLS[@]} -lt 2 ] || with_ratio=1
     echo "# ARMCI-MPI latency, $(date '+%Y-%m-%d %H:%M')"
@@ -307,8 +323,10 @@ report() {
                 printf '| %s |' "${row/X/ × }"
                 cells=()
                 for impl in "${IMPLS[@]}"; do
-                    cells+=("$(cell "$bench" "$impl" "$pair" "$row")")
-                    printf ' %s |' "${cells[-1]}"
+                    value=$(cell "$bench" "$impl" "$pair" "$row")
+                    printf ' %s |' "$value"
+                    [ "$impl" = ours ] && cells=("$value" ${cells[@]+"${cells[@]}"})
+                    [[ $impl == ours* ]] || cells+=("$value")
                 done
                 [ $with_ratio = 0 ] || printf ' %s |' "$(ratio "${cells[@]}")"
                 printf '\n'
