@@ -110,7 +110,7 @@ BTL_OFI_ARMCI_VERSION=0.4
 BTL_OFI_ARMCI_DEBVER=0.4-6
 BTL_OFI_ARMCI_SRC=$BTL_OFI_CACHE/src/armci-mpi-$BTL_OFI_ARMCI_VERSION
 
-# armci_build_dir FLAVOUR: where ARMCI-MPI is built for FLAVOUR (ompi, distro).
+# armci_build_dir FLAVOUR: where ARMCI-MPI is built for FLAVOUR (ompi, distro, mpich).
 armci_build_dir() {
     echo "$BTL_OFI_CACHE/armci-mpi-$BTL_OFI_ARMCI_VERSION-$1"
 }
