@@ -453,6 +453,29 @@ static int park(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *event
     return n;
 }
 
+/* Puts completions back at the head of the ring, in their order: what an
+ * application thread took from the ring, or read behind it, and could not
+ * run yet (recv_complete holds the layer above's messages until it can
+ * take them) is older than anything parked since, and than the rest of
+ * the ring when it took only part of it.  Returns how many were parked,
+ * as park() does. */
+static int park_ahead(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *events, int n)
+{
+    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    for (int i = n - 1; i >= 0; --i) {
+        if (context->deferred_count == context->deferred_size && !grow_parked(context)) {
+            MCA_BTL_OFI_VERBOSE(1, "context %d: no memory to park %d completions", context->index,
+                                i + 1);
+            return n - 1 - i;
+        }
+        context->deferred_head =
+            (context->deferred_head + context->deferred_size - 1) % context->deferred_size;
+        context->deferred[context->deferred_head] = events[i];
+        ++context->deferred_count;
+    }
+    return n;
+}
+
 /*
  * One thread at a time reads a context's CQ *and* runs the callbacks of what
  * it read, in CQ order, as btl/sm and btl/tcp do: ob1 never gets two
@@ -525,7 +548,14 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
     }
     if (kept > 0 || holding) {
         mca_btl_ofi_lock(&context->lock);
-        (void) park(context, events, kept);
+        /* the CQ was read only once the ring was empty: what an application
+         * thread keeps is the oldest there is; what the progress thread keeps
+         * is newer than the ring, which it never takes from */
+        if (may_call_up) {
+            (void) park_ahead(context, events, kept);
+        } else {
+            (void) park(context, events, kept);
+        }
         context->thread_batch = false;
         mca_btl_ofi_unlock(&context->lock);
     }

@@ -25,6 +25,10 @@
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/proc.h"
 
+/* for layer_above_ready() only: see there */
+#include "ompi/communicator/communicator.h"
+#include "ompi/runtime/mpiruntime.h"
+
 #include "btl_ofi.h"
 
 #define BTL_OFI_SEND_RETRIES 8
@@ -227,6 +231,48 @@ void mca_btl_ofi_frag_drop_waiting(mca_btl_ofi_module_t *module)
 
 /* ------------------------------------------------------------------ */
 
+/*
+ * Whether the layer above can take a message now.  ompi_mpi_init()
+ * registers MPI_COMM_WORLD (communicator index 0) before the PMIx fence
+ * of its modex and hands it to the PML (add_comm) only after that fence,
+ * calling opal_progress() while it waits.  ob1 queues a message for a
+ * communicator it does not know, but it finds MPI_COMM_WORLD and
+ * dereferences its PML part, still NULL: a message that arrives in that
+ * window kills the rank.  Open MPI counts on the fence after add_comm to
+ * keep peers from sending that early; Slurm 22.05's fence without data
+ * (its tree collective) releases a node before the others have entered it,
+ * so under srun a peer can leave MPI_Init and send while this rank waits
+ * in the fence before.  Until add_comm, received messages of the layer
+ * above wait in the context's parked ring (recv_complete declines them)
+ * and go up in order on the first progress call after it.  Nothing waits
+ * for them in that window: the fence is PMIx traffic, not ours.
+ *
+ * Read only in MPI_Init (before it, e.g. under MPI Sessions, and after it
+ * nothing is held), through weak references: the component links
+ * libopen-pal alone, and a process without libmpi sees them NULL.
+ */
+#pragma weak ompi_mpi_state
+#pragma weak ompi_mpi_comm_world
+
+static bool layer_above_ready(void)
+{
+    static volatile bool ready = false; /* from add_comm on, for good */
+
+    if (OPAL_LIKELY(ready)) {
+        return true;
+    }
+    if (NULL == &ompi_mpi_state || NULL == &ompi_mpi_comm_world) {
+        ready = true; /* no libmpi: nobody registers MPI_COMM_WORLD */
+        return true;
+    }
+    if (OMPI_MPI_STATE_INIT_STARTED == ompi_mpi_state) {
+        ready = NULL != ompi_mpi_comm_world.comm.c_pml_comm;
+        return ready;
+    }
+    ready = ompi_mpi_state >= OMPI_MPI_STATE_INIT_COMPLETED;
+    return true;
+}
+
 /* The layer above's messages: to the callback registered for the tag. */
 static void deliver_am(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t *hdr, size_t len)
 {
@@ -328,7 +374,7 @@ static bool recv_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
         const mca_btl_ofi_msg_handler_t *handler = handler_of(frag);
         if (NULL == handler) {
             MCA_BTL_OFI_VERBOSE(1, "dropped a message of unknown kind %d", frag->hdr->kind);
-        } else if (handler->calls_up && !may_call_up) {
+        } else if (handler->calls_up && (!may_call_up || !layer_above_ready())) {
             return false;
         } else {
             handler->fn(frag->module, frag->hdr, len - sizeof(mca_btl_ofi_am_hdr_t));

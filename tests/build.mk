@@ -6,6 +6,8 @@
 #   robustness  tests/robustness/*.c        -> $(BUILD)/robustness/<name>, and the
 #               fault shim fi_fault.c       -> $(BUILD)/robustness/libfi_fault.so
 #   hosts       tests/hosts/*.c             -> $(BUILD)/hosts/<name>
+#   slurm       the PMIx fence shim tests/slurm/fence_delay.c
+#                                           -> $(BUILD)/slurm/libfence_delay.so
 #   tests       all of the above
 #
 # The MPI programs are built with the cached Open MPI's mpicc and linked with
@@ -99,11 +101,21 @@ ROBUSTNESS_PROGS := $(robustness_PROGS) $(FAULT_SHIM)
 $(eval $(call mpi_test_rule,hosts,$(TESTS_DIR)/hosts,,$(wildcard $(TESTS_DIR)/mpi/*.h)))
 HOSTS_PROGS := $(hosts_PROGS)
 
-.PHONY: unit mpitests robustness hosts tests
+# ---------------------------------------------------------------- slurm
+
+# The LD_PRELOAD shim that holds one rank's PMIx fence releases: no MPI,
+# no PMIx header (it finds the next PMIx_Fence_nb at run time).
+FENCE_SHIM := $(BUILD)/slurm/libfence_delay.so
+$(FENCE_SHIM): $(TESTS_DIR)/slurm/fence_delay.c $(tests_mk)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
+
+.PHONY: unit mpitests robustness hosts slurm tests
 unit: $(UNIT_TESTS) $(UNIT_OPAL_TESTS)
 mpitests: $(MPI_TEST_PROGS)
 robustness: $(ROBUSTNESS_PROGS)
 hosts: $(HOSTS_PROGS)
-tests: unit mpitests robustness hosts
+slurm: $(FENCE_SHIM)
+tests: unit mpitests robustness hosts slurm
 
 .DEFAULT_GOAL := $(tests_saved_goal)

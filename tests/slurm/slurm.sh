@@ -15,6 +15,13 @@
 #             --mpi=pmix (contrib/srun) on 2 nodes x 1 rank; the flushed
 #             notification on 3 x 1; busy target, spin lock, atomics and
 #             matching on 2 x 2, atomics and collectives on 3 x 2 (np 2-6)
+#   early     one rank's PMIx fence releases held 300 ms (LD_PRELOAD of
+#             build/slurm/libfence_delay.so), np 2 and 4 on 2 nodes: its peers
+#             leave MPI_Init (Slurm's fences without data do not wait for every
+#             node) and send while it still waits in the fence of its modex,
+#             before MPI_COMM_WORLD is the PML's; the job must pass, and the
+#             shim's lines must show a peer past a fence the held rank was
+#             still in
 #   mpirun    mpirun inside an allocation (salloc): PRRTE takes the nodes from
 #             Slurm and starts its daemons with srun; 2 x 2, 3 x 1, 3 x 2
 #   sbatch    a batch script with mpirun and srun steps (sbatch --wait)
@@ -75,7 +82,7 @@ if ! "$ROOT/contrib/setup" --slurm >"$LOGDIR/setup.log" 2>&1; then
     summary
     exit 1
 fi
-if ! make -s -k -C "$ROOT/standalone" BUILD="$BTL_OFI_BUILD" component mpitests robustness hosts \
+if ! make -s -k -C "$ROOT/standalone" BUILD="$BTL_OFI_BUILD" component mpitests robustness hosts slurm \
     >"$LOGDIR/build.log" 2>&1; then
     echo "slurm: building the component or the tests failed (see $LOGDIR/build.log);" \
         "what did build still runs" >&2
@@ -233,6 +240,27 @@ check_provider_shm() {
         fail_reason="not every rank chose shm on one node: $(sed 's/.*btl:ofi: provider \([^,]*\),.*/\1/' <<<"$lines" | sort | uniq -c | tr -s ' \n' ' ')"
         return 1
     fi
+}
+
+# The fence-delay cases: the shim ran on the held rank ($held_rank), and
+# some peer's release of fence K+1 came before the held rank's release of
+# fence K, so that messages reached it in a fence (the case the run is
+# about happened).
+check_fence_window() {
+    local text early
+    text=$(tr -d '\000' <"$1" | grep -a '^fence_delay: rank ' || true)
+    if ! grep -q "^fence_delay: rank $held_rank fence [0-9]* released [0-9.]* held" <<<"$text"; then
+        fail_reason="no fence of rank $held_rank was held (the shim did not run)"
+        return 1
+    fi
+    early=$(awk -v h="$held_rank" '
+        { t = $7 + 0; if ($3 == h) held[$5] = t; else if (!($5 in peer) || t < peer[$5]) peer[$5] = t }
+        END { for (k in held) if ((k + 1) in peer && peer[k + 1] < held[k]) { print k; exit } }' <<<"$text")
+    if [ -z "$early" ]; then
+        fail_reason="no peer passed a fence while rank $held_rank was held in the one before: the early message did not happen"
+        return 1
+    fi
+    echo "# a peer was released from fence $((early + 1)) before rank $held_rank from fence $early" >>"$1"
 }
 
 # ------------------------------------------------------------------
@@ -394,6 +422,21 @@ done
 for name in rma_atomics p2p_collectives; do
     suite_case srun 3 2 "$name"
 done
+
+# a peer's messages reach a rank still in MPI_Init's modex fence: np 2
+# (rank 0 sends to the held rank 1 first) and 2 x 2 (rank 1 on the first
+# node sends to the held rank 2 on the second)
+early_case() {
+    local per=$1
+    held_rank=$2
+    run_job "early  p2p_smoke  np=$((2 * per)) nodes=2 $PROVIDER  (rank $held_rank's PMIx fences released 300 ms late)" \
+        check_fence_window env "${BASE_ENV[@]}" OMPI_MCA_btl_ofi_provider_include="$PROVIDER" \
+        "$SRUN" -N 2 --ntasks-per-node="$per" env LD_PRELOAD="$BTL_OFI_BUILD/slurm/libfence_delay.so" \
+        BTL_OFI_FENCE_DELAY_RANK="$held_rank" BTL_OFI_FENCE_DELAY_MS=300 "$BTL_OFI_BUILD/mpi/p2p_smoke"
+}
+held_rank=1
+early_case 1 1
+early_case 2 2
 
 # mpirun inside an allocation
 for name in rma_atomics rma_busy_target rma_spin_lock p2p_mixed; do

@@ -70,6 +70,7 @@ static struct {
     pthread_t app;
     bool thread_waiting, app_done;
     interleave_fn_t interleave;
+    bool app_declines; /* the layer above cannot take messages yet */
 } fake;
 
 static ssize_t fake_read(struct fid_cq *cq, void *buf, size_t count)
@@ -148,7 +149,7 @@ static bool fake_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
         pthread_mutex_unlock(&fake.lock);
         return true;
     }
-    if (!may_call_up) {
+    if (!may_call_up || fake.app_declines) {
         return false; /* parked for the application */
     }
     fake.delivered[fake.ndelivered++] = op->id;
@@ -289,12 +290,37 @@ static void test_thread_runs_own_completions(void **state)
     assert_int_equal(2, fake.done_here);
 }
 
+/* The application declines what calls up (recv_complete while the layer
+ * above cannot take messages yet, in MPI_Init) and a posting path parks
+ * more completions behind it meanwhile: what the application took back from
+ * the ring and declined again must stay ahead of those, so that once the
+ * layer above takes messages it gets the CQ's order. */
+static void test_app_declines_then_takes(void **state)
+{
+    (void) state;
+    mca_btl_ofi_component.num_cq_read = 2;
+    fake.app_declines = true;
+    fake.queued = EVENTS;
+    (void) mca_btl_ofi_context_progress(&fake.context); /* reads 0 and 1, parks them */
+    mca_btl_ofi_context_poll(&fake.context);            /* parks 2 and 3 behind them */
+    (void) mca_btl_ofi_context_progress(&fake.context); /* takes 0 and 1: declined again */
+    assert_int_equal(0, fake.ndelivered);
+    assert_int_equal(EVENTS, fake.context.deferred_count);
+
+    fake.app_declines = false;
+    for (int pass = 0; pass < EVENTS && fake.ndelivered < EVENTS; ++pass) {
+        (void) mca_btl_ofi_context_progress(&fake.context);
+    }
+    assert_delivered(in_cq_order, EVENTS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_progress_while_thread_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poll_while_thread_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_thread_runs_own_completions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_app_declines_then_takes, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
