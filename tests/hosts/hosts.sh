@@ -283,6 +283,24 @@ check_rails_striped() {
     return 0
 }
 
+# reset_tcp_after SECS LOG HOST/DEV...: in the background, SECS from now,
+# every TCP packet in or out of each HOST's DEV is answered with a reset
+# (a packet filter inside that host); what it did goes to LOG.filter.  Sets
+# BREAKER to the background job.
+reset_tcp_after() {
+    local secs=$1 log=$2 hd
+    shift 2
+    (
+        sleep "$secs"
+        for hd in "$@"; do
+            "$HOSTS" exec "${hd%/*}" iptables -A INPUT -i "${hd#*/}" -p tcp -j REJECT --reject-with tcp-reset
+            "$HOSTS" exec "${hd%/*}" iptables -A OUTPUT -o "${hd#*/}" -p tcp -j REJECT --reject-with tcp-reset
+        done
+        echo "# $(date -Is) TCP reset from now on: $*"
+    ) >>"$log.filter" 2>&1 &
+    BREAKER=$!
+}
+
 # A rail that fails mid-run.  ob1 goes over btl/tcp on eth1 and PRRTE's
 # daemons talk over eth1, so that only our rails see the failure: a
 # packet filter on btlofi-h2 answers every TCP packet on eth0 with a reset
@@ -306,22 +324,14 @@ rail_failover() {
     "$HOSTS" up 2 --nics 2 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 2 failed"
     log=$LOGDIR/$(safe_name "rail_failover-$prov").log
     start=$(date +%s.%N)
-    (
-        sleep 4
-        for chain in "INPUT -i" "OUTPUT -o"; do
-            # shellcheck disable=SC2086
-            "$HOSTS" exec btlofi-h2 iptables -A $chain eth0 -p tcp -j REJECT --reject-with tcp-reset
-        done
-        echo "# $(date -Is) btlofi-h2: TCP on eth0 reset from now on"
-    ) >>"$log.filter" 2>&1 &
-    local breaker=$!
+    reset_tcp_after 4 "$log" btlofi-h2/eth0
     echo "# $(date -Is) rail failover: one-sided on 2 rails, ob1 on btl/tcp eth1" >"$log"
     timeout -k 10 "$TIMEOUT" "$MPIRUN" --hosts 2 --nics 2 -np 2 --mca pml ob1 \
         --mca btl ofi,self,tcp --mca btl_ofi_mode 0 --mca btl_tcp_if_include eth1 \
         --prtemca oob_tcp_if_include eth1 --mca osc rdma --mca btl_ofi_max_nics 2 \
         --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 \
         "$BTL_OFI_BUILD/hosts/hosts-rails" --loop 12 </dev/null >>"$log" 2>&1 || rc=$?
-    wait "$breaker" || true
+    wait "$BREAKER" || true
     cat "$log.filter" >>"$log" 2>/dev/null && rm -f "$log.filter"
     took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
     "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
@@ -356,24 +366,14 @@ rail_all_fail() {
     "$HOSTS" up 2 --nics 3 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 3 failed"
     log=$LOGDIR/$(safe_name "rail_all_fail-$prov").log
     start=$(date +%s.%N)
-    (
-        sleep 4
-        for h in btlofi-h1 btlofi-h2; do
-            for dev in eth1 eth2; do
-                "$HOSTS" exec "$h" iptables -A INPUT -i "$dev" -p tcp -j REJECT --reject-with tcp-reset
-                "$HOSTS" exec "$h" iptables -A OUTPUT -o "$dev" -p tcp -j REJECT --reject-with tcp-reset
-            done
-        done
-        echo "# $(date -Is) both hosts: TCP on eth1 and eth2 reset from now on"
-    ) >>"$log.filter" 2>&1 &
-    local breaker=$!
+    reset_tcp_after 4 "$log" btlofi-h1/eth1 btlofi-h1/eth2 btlofi-h2/eth1 btlofi-h2/eth2
     echo "# $(date -Is) every rail failing: one-sided on eth1+eth2, ob1 on btl/tcp eth0" >"$log"
     timeout -k 10 120 "$MPIRUN" --hosts 2 --nics 3 -np 2 --mca pml ob1 \
         --mca btl ofi,self,tcp --mca btl_ofi_mode 0 --mca btl_tcp_if_include eth0 \
         --prtemca oob_tcp_if_include eth0 --mca osc rdma --mca btl_ofi_max_nics 3 \
         --mca btl_ofi_rails 2 --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 \
         "$BTL_OFI_BUILD/hosts/hosts-rails" --loop 30 </dev/null >>"$log" 2>&1 || rc=$?
-    wait "$breaker" || true
+    wait "$BREAKER" || true
     cat "$log.filter" >>"$log" 2>/dev/null && rm -f "$log.filter"
     took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
     "$HOSTS" reap >/dev/null 2>&1 || true
@@ -383,7 +383,8 @@ rail_all_fail() {
         show_log_tail "$log"
     elif [ $rc = 0 ]; then
         record FAIL "$label  ($took, the job passed although every rail was reset, log $log)"
-    elif ! clean_log "$log" | grep -q 'Every NIC (rail) the OFI BTL used'; then
+    elif ! clean_log "$log" | grep 'Every NIC (rail) the OFI BTL used' >/dev/null; then
+        # (grep -q would leave clean_log to die of SIGPIPE, which pipefail counts)
         record FAIL "$label  ($took, exit $rc without the [no rail left] message, log $log)"
         show_log_tail "$log"
     else
