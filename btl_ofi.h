@@ -232,16 +232,6 @@ _Static_assert(0 == offsetof(mca_btl_ofi_ctx_hdr_t, fi_ctx),
 _Static_assert(sizeof(struct fi_context2) >= 2 * sizeof(struct fi_context),
                "FI_CONTEXT2 asks for twice the space of FI_CONTEXT");
 
-/** A put or get, or a chunk of one, as a rail posts it (again). */
-typedef struct mca_btl_ofi_piece_t {
-    bool is_put;                                       /**< write, else read */
-    void *local;                                       /**< its local bytes */
-    size_t size;                                       /**< bytes */
-    uint64_t remote_address;                           /**< as osc/rdma gave it */
-    mca_btl_base_registration_handle_t *local_handle;  /**< the local bytes' registration */
-    mca_btl_base_registration_handle_t *remote_handle; /**< the target's */
-} mca_btl_ofi_piece_t;
-
 /**
  * One posted one-sided operation.  Comes from its context's free list and
  * belongs to the thread that posted it until libfabric reports it done;
@@ -272,7 +262,10 @@ typedef struct mca_btl_ofi_comp_t {
     struct mca_btl_ofi_comp_t *stripe; /**< a chunk's whole operation, or NULL */
     opal_atomic_int32_t chunks_left;   /**< a whole operation: chunks not completed */
     int stripe_status;                 /**< a whole operation: first error of a chunk */
-    mca_btl_ofi_piece_t piece;         /**< a put or get on rails: what posting it again needs */
+    bool is_put;                       /**< a chunk: write (else read), to post it again */
+    size_t size;                       /**< a chunk: bytes */
+    uint64_t remote_address;           /**< a chunk: target address as osc/rdma gave it */
+    mca_btl_base_registration_handle_t *remote_handle; /**< a chunk: target's handle */
 } mca_btl_ofi_comp_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_comp_t);
 

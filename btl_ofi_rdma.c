@@ -85,10 +85,10 @@ static inline void endpoint_op_done(mca_btl_ofi_comp_t *comp)
 static bool take_over(mca_btl_ofi_comp_t *comp, int status);
 static void stripe_chunk_done(mca_btl_ofi_comp_t *stripe, int status);
 
-/* Hands @p comp back to its list, then calls its caller's callback, which
- * may post again and take the same object. */
-static void call_back(mca_btl_ofi_comp_t *comp, int status)
+static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
 {
+    mca_btl_ofi_comp_t *comp =
+        (mca_btl_ofi_comp_t *) ((char *) hdr - offsetof(mca_btl_ofi_comp_t, ctx));
     mca_btl_base_rdma_completion_fn_t cbfunc = comp->cbfunc;
     mca_btl_ofi_module_t *module = comp->module;
     mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
@@ -96,41 +96,32 @@ static void call_back(mca_btl_ofi_comp_t *comp, int status)
     mca_btl_base_registration_handle_t *local_handle = comp->local_handle;
     void *cbcontext = comp->cbcontext, *cbdata = comp->cbdata;
 
-    comp_return(comp->context, comp);
-    if (NULL != cbfunc) {
-        cbfunc(&module->super, endpoint, local_address, local_handle, cbcontext, cbdata, status);
-    }
-}
-
-static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
-{
-    mca_btl_ofi_comp_t *comp =
-        (mca_btl_ofi_comp_t *) ((char *) hdr - offsetof(mca_btl_ofi_comp_t, ctx));
-    mca_btl_ofi_comp_t *stripe = comp->stripe;
-
     (void) len;
     if (!may_call_up) {
         return false;
     }
-    /* only a put or get moves to another rail: atomics stay on rail 0 */
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && NULL != comp->piece.remote_handle
-        && take_over(comp, status)) {
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && module->num_rails > 1 && take_over(comp, status)) {
         return true;
     }
     if (OPAL_SUCCESS != status) {
-        MCA_BTL_OFI_VERBOSE(
-            1, "operation to %s failed",
-            NULL != comp->endpoint->proc ? OPAL_NAME_PRINT(comp->endpoint->proc->proc_name) : "?");
-        mca_btl_ofi_count(comp->module, MCA_BTL_OFI_CNT_ERROR, 1);
-    } else if (comp->result_size > 0) {
-        memcpy(comp->local_address, &comp->operands[2], comp->result_size);
+        MCA_BTL_OFI_VERBOSE(1, "operation to %s failed",
+                            NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name)
+                                                   : "?");
     }
+    if (OPAL_SUCCESS == status && comp->result_size > 0) {
+        memcpy(local_address, &comp->operands[2], comp->result_size);
+    }
+    mca_btl_ofi_comp_t *stripe = comp->stripe;
+
     endpoint_op_done(comp);
+    comp_return(comp->context, comp);
+    if (OPAL_SUCCESS != status) {
+        mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_ERROR, 1);
+    }
     if (NULL != stripe) {
-        comp_return(comp->context, comp);
         stripe_chunk_done(stripe, status);
-    } else {
-        call_back(comp, status);
+    } else if (NULL != cbfunc) {
+        cbfunc(&module->super, endpoint, local_address, local_handle, cbcontext, cbdata, status);
     }
     return true;
 }
@@ -163,7 +154,6 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
     comp->rail_endpoint = NULL;
     comp->rail = 0;
     comp->stripe = NULL;
-    comp->piece.remote_handle = NULL; /* not a put or get on rails: never posted again */
     comp->operands = (uint64_t *) comp->super.ptr;
     comp->operand_desc = (NULL != comp->super.registration)
                              ? ((mca_btl_ofi_reg_t *) comp->super.registration)->desc
@@ -341,19 +331,22 @@ static void *local_desc_on(mca_btl_base_registration_handle_t *handle, int rail)
  * rail @p r.  The completion object comes from the rail's context, so the
  * rail's progress reads its completion; it is counted outstanding on the
  * lead's endpoint (flush) and on the rail's (its stall watch).  It keeps
- * the piece, which is what posting it again on another rail needs.
+ * what posting it again on another rail needs.
  */
 static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
-                      const mca_btl_ofi_piece_t *piece, bool inject, mca_btl_ofi_comp_t *stripe,
-                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+                      bool is_put, void *local, size_t size, bool inject,
+                      mca_btl_base_registration_handle_t *local_handle,
+                      mca_btl_base_registration_handle_t *remote_handle, uint64_t remote_address,
+                      mca_btl_ofi_comp_t *stripe, mca_btl_base_rdma_completion_fn_t cbfunc,
+                      void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_module_t *rail = module->rails[r];
-    rma_args_t args = { .local = piece->local, .size = piece->size, .inject = inject };
+    rma_args_t args = { .local = local, .size = size, .inject = inject };
     mca_btl_ofi_comp_t *comp;
     int rc;
 
-    comp = comp_get_on(module, mca_btl_ofi_thread_context(rail), endpoint, piece->local,
-                       piece->local_handle, cbfunc, cbcontext, cbdata);
+    comp = comp_get_on(module, mca_btl_ofi_thread_context(rail), endpoint, local, local_handle,
+                       cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -363,13 +356,16 @@ static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
     }
     comp->rail = r;
     comp->stripe = stripe;
-    comp->piece = *piece;
-    args.desc = local_desc_on(piece->local_handle, r);
-    args.raddr = mca_btl_ofi_remote_addr(piece->remote_handle, piece->remote_address);
-    args.rkey = (0 == r) ? piece->remote_handle->rkey : piece->remote_handle->rail_keys[r - 1];
-    rc = mca_btl_ofi_post(comp, piece->is_put ? post_write : post_read, &args);
+    comp->is_put = is_put;
+    comp->size = size;
+    comp->remote_address = remote_address;
+    comp->remote_handle = remote_handle;
+    args.desc = local_desc_on(local_handle, r);
+    args.raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
+    args.rkey = (0 == r) ? remote_handle->rkey : remote_handle->rail_keys[r - 1];
+    rc = mca_btl_ofi_post(comp, is_put ? post_write : post_read, &args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        count_rma(rail, piece->is_put, piece->size);
+        count_rma(rail, is_put, size);
     }
     return rc;
 }
@@ -386,13 +382,24 @@ static int32_t chunks_done(mca_btl_ofi_comp_t *stripe, int32_t n)
 /* A chunk is done: the operation's one callback comes with the last. */
 static void stripe_chunk_done(mca_btl_ofi_comp_t *stripe, int status)
 {
+    mca_btl_base_rdma_completion_fn_t cbfunc = stripe->cbfunc;
+    mca_btl_ofi_module_t *module = stripe->module;
+    mca_btl_ofi_endpoint_t *endpoint = stripe->endpoint;
+    void *local_address = stripe->local_address;
+    mca_btl_base_registration_handle_t *local_handle = stripe->local_handle;
+    void *cbcontext = stripe->cbcontext, *cbdata = stripe->cbdata;
+
     if (OPAL_SUCCESS != status) {
         stripe->stripe_status = status; /* the operation failed if any chunk did */
     }
     if (chunks_done(stripe, 1) > 0) {
         return;
     }
-    call_back(stripe, stripe->stripe_status);
+    status = stripe->stripe_status;
+    comp_return(stripe->context, stripe);
+    if (NULL != cbfunc) {
+        cbfunc(&module->super, endpoint, local_address, local_handle, cbcontext, cbdata, status);
+    }
 }
 
 /* Rail @p r no longer reaches the peer: out of service for it, once. */
@@ -452,8 +459,9 @@ static bool take_over(mca_btl_ofi_comp_t *comp, int status)
         if (r < 0) {
             return false;
         }
-        rc = post_piece(module, endpoint, r, &comp->piece, false, comp->stripe, comp->cbfunc,
-                        comp->cbcontext, comp->cbdata);
+        rc = post_piece(module, endpoint, r, comp->is_put, comp->local_address, comp->size, false,
+                        comp->local_handle, comp->remote_handle, comp->remote_address, comp->stripe,
+                        comp->cbfunc, comp->cbcontext, comp->cbdata);
         if (OPAL_SUCCESS == rc) {
             break;
         }
@@ -475,8 +483,11 @@ static bool take_over(mca_btl_ofi_comp_t *comp, int status)
  * operation that calls back when the last chunk is in.
  */
 static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
-                          const mca_btl_ofi_piece_t *whole, bool inject,
-                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+                          bool is_put, rma_args_t *args,
+                          mca_btl_base_registration_handle_t *local_handle,
+                          mca_btl_base_registration_handle_t *remote_handle,
+                          uint64_t remote_address, mca_btl_base_rdma_completion_fn_t cbfunc,
+                          void *cbcontext, void *cbdata)
 {
     size_t offsets[MCA_BTL_OFI_MAX_RAILS], lengths[MCA_BTL_OFI_MAX_RAILS];
     int which[MCA_BTL_OFI_MAX_RAILS];
@@ -487,16 +498,17 @@ static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
     if (OPAL_UNLIKELY(0 == up)) {
         return OPAL_ERR_UNREACH;
     }
-    chunks = mca_btl_ofi_stripe_cut(whole->size, up, module->stripe_min, MCA_BTL_OFI_STRIPE_ALIGN,
+    chunks = mca_btl_ofi_stripe_cut(args->size, up, module->stripe_min, MCA_BTL_OFI_STRIPE_ALIGN,
                                     offsets, lengths);
     if (1 == chunks) {
         int r = (1 == up) ? which[0] : next_rail_up(module, endpoint);
 
-        return post_piece(module, endpoint, r < 0 ? which[0] : r, whole, inject, NULL, cbfunc,
+        return post_piece(module, endpoint, r < 0 ? which[0] : r, is_put, args->local, args->size,
+                          args->inject, local_handle, remote_handle, remote_address, NULL, cbfunc,
                           cbcontext, cbdata);
     }
-    stripe = comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, whole->local,
-                         whole->local_handle, cbfunc, cbcontext, cbdata);
+    stripe = comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, args->local,
+                         local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == stripe)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -505,12 +517,9 @@ static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
     stripe->chunks_left = chunks + 1;
     stripe->stripe_status = OPAL_SUCCESS;
     for (int i = 0; i < chunks; ++i) {
-        mca_btl_ofi_piece_t chunk = *whole;
-
-        chunk.local = (char *) whole->local + offsets[i];
-        chunk.size = lengths[i];
-        chunk.remote_address = whole->remote_address + offsets[i];
-        rc = post_piece(module, endpoint, which[i], &chunk, false, stripe, NULL, NULL, NULL);
+        rc = post_piece(module, endpoint, which[i], is_put, (char *) args->local + offsets[i],
+                        lengths[i], false, local_handle, remote_handle, remote_address + offsets[i],
+                        stripe, NULL, NULL, NULL);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             if (0 == i) {
                 comp_return(stripe->context, stripe);
@@ -543,16 +552,8 @@ static int start_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpo
         return OPAL_ERR_BAD_PARAM; /* no registration for the target */
     }
     if (module->num_rails > 1) {
-        mca_btl_ofi_piece_t whole = {
-            .is_put = is_put,
-            .local = args->local,
-            .size = args->size,
-            .remote_address = remote_address,
-            .local_handle = local_handle,
-            .remote_handle = remote_handle,
-        };
-
-        return start_on_rails(module, endpoint, &whole, args->inject, cbfunc, cbcontext, cbdata);
+        return start_on_rails(module, endpoint, is_put, args, local_handle, remote_handle,
+                              remote_address, cbfunc, cbcontext, cbdata);
     }
     comp = mca_btl_ofi_comp_get(module, endpoint, args->local, local_handle, cbfunc, cbcontext,
                                 cbdata);

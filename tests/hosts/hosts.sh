@@ -341,7 +341,7 @@ rail_failover() {
     if [ $rc != 0 ]; then
         record FAIL "$label  ($took, exit $rc, log $log)"
         show_log_tail "$log"
-    elif ! clean_log "$log" | grep -q '^hosts_rails: PASS'; then
+    elif ! clean_log "$log" | grep '^hosts_rails: PASS' >/dev/null; then
         record FAIL "$label  ($took, no PASS line, log $log)"
     elif [ "${reposts:-0}" -lt 1 ] || [ "${downs:-0}" -lt 1 ]; then
         record FAIL "$label  ($took, repost_count ${reposts:-?} rail_down_count ${downs:-?}:" \
