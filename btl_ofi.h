@@ -262,7 +262,8 @@ typedef struct mca_btl_ofi_comp_t {
     struct mca_btl_ofi_comp_t *stripe; /**< a chunk's whole operation, or NULL */
     opal_atomic_int32_t chunks_left;   /**< a whole operation: chunks not completed */
     int stripe_status;                 /**< a whole operation: first error of a chunk */
-    bool is_put;                       /**< a chunk: write (else read), to post it again */
+    bool movable;                      /**< a put or get piece: may go again on another rail */
+    bool is_put;                       /**< a piece: write (else read), to post it again */
     size_t size;                       /**< a chunk: bytes */
     uint64_t remote_address;           /**< a chunk: target address as osc/rdma gave it */
     mca_btl_base_registration_handle_t *remote_handle; /**< a chunk: target's handle */

@@ -84,6 +84,7 @@ static inline void endpoint_op_done(mca_btl_ofi_comp_t *comp)
 
 static bool take_over(mca_btl_ofi_comp_t *comp, int status);
 static void stripe_chunk_done(mca_btl_ofi_comp_t *stripe, int status);
+static void atomic_lost(mca_btl_ofi_comp_t *comp, int status);
 
 static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
 {
@@ -100,8 +101,13 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     if (!may_call_up) {
         return false;
     }
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && module->num_rails > 1 && take_over(comp, status)) {
-        return true;
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && module->num_rails > 1) {
+        if (comp->movable && take_over(comp, status)) {
+            return true;
+        }
+        if (!comp->movable) {
+            atomic_lost(comp, status);
+        }
     }
     if (OPAL_SUCCESS != status) {
         MCA_BTL_OFI_VERBOSE(1, "operation to %s failed",
@@ -154,6 +160,7 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
     comp->rail_endpoint = NULL;
     comp->rail = 0;
     comp->stripe = NULL;
+    comp->movable = false;
     comp->operands = (uint64_t *) comp->super.ptr;
     comp->operand_desc = (NULL != comp->super.registration)
                              ? ((mca_btl_ofi_reg_t *) comp->super.registration)->desc
@@ -356,6 +363,7 @@ static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
     }
     comp->rail = r;
     comp->stripe = stripe;
+    comp->movable = true;
     comp->is_put = is_put;
     comp->size = size;
     comp->remote_address = remote_address;
@@ -435,6 +443,32 @@ static void rail_down(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
             module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
                              "btl/ofi: every NIC to the peer failed");
         }
+    }
+}
+
+/*
+ * An atomic failed on the lead's rail 0, the only rail atomics use.  It
+ * cannot go again elsewhere: it may have been applied before the error,
+ * and another NIC's endpoint applies atomics apart from this one's.
+ * osc/rdma ignores the status of an atomic (its locks are atomics too), so
+ * the layer above is told the peer is lost rather than the job going on
+ * with a fetched value that may be wrong.
+ */
+static void atomic_lost(mca_btl_ofi_comp_t *comp, int status)
+{
+    mca_btl_ofi_module_t *module = comp->module;
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+    const char *peer = NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?";
+
+    rail_down(module, endpoint, comp->rail, status);
+    if (0 == endpoint->rails_up) {
+        return; /* rail_down reported the peer lost */
+    }
+    opal_show_help("help-mpi-btl-ofi.txt", "atomic rail lost", true, opal_process_info.nodename,
+                   peer, opal_strerror(status), module->rails[comp->rail]->device_name);
+    if (NULL != module->error_cb) {
+        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
+                         "btl/ofi: an atomic to the peer failed on its NIC");
     }
 }
 

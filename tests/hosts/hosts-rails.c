@@ -20,20 +20,25 @@
  *        hosts-rails --loop SECONDS     1 MiB puts and gets checked in a
  *            loop until SECONDS have passed, while contrib/hosts breaks a
  *            NIC; prints the repost and rail-down counters
+ *        hosts-rails --loop-atomics SECONDS   the same, each round also a
+ *            fetch-and-op on a counter of the peer's, whose fetched value
+ *            must be the round's number
  */
 #include "mpi/common.h"
 
-#define DATA_BYTES  ((size_t) (16 << 20) + 4096)
-#define GUARD       64
-#define GUARD_BYTE  0x5A
-#define ATOM_SLOT   64 /* bytes of one origin's atomic slot */
-#define ACC_INTS    4
-#define BIG         ((size_t) 8 << 20)
+#include <stdbool.h>
 
-static const size_t sizes[] = { 1,           8,           63,          4096,
-                                65535,       65536,       65537,       65536 + 63,
-                                98304 + 1,   131072 + 65, (1 << 20) - 1, (1 << 20) + 67,
-                                (4 << 20) + 5, 16 << 20 };
+#define DATA_BYTES ((size_t) (16 << 20) + 4096)
+#define GUARD      64
+#define GUARD_BYTE 0x5A
+#define ATOM_SLOT  64 /* bytes of one origin's atomic slot */
+#define ACC_INTS   4
+#define BIG        ((size_t) 8 << 20)
+
+static const size_t sizes[] = {
+    1,          8,         63,          4096,          65535,          65536,         65537,
+    65536 + 63, 98304 + 1, 131072 + 65, (1 << 20) - 1, (1 << 20) + 67, (4 << 20) + 5, 16 << 20
+};
 static const size_t offsets[] = { 0, 1, 61 };
 #define NUM_SIZES   (sizeof(sizes) / sizeof(sizes[0]))
 #define NUM_OFFSETS (sizeof(offsets) / sizeof(offsets[0]))
@@ -324,8 +329,8 @@ static void run_checks(int rails)
             n = nic_growth("nic_atomic_count", atom0, growth);
             TC_CHECK(growth[0] > 0, "no atomics counted on module 0");
             for (int r = 1; r < n; ++r) {
-                TC_CHECK(0 == growth[r], "module %d posted %lu atomics: they must stay on one",
-                         r, growth[r]);
+                TC_CHECK(0 == growth[r], "module %d posted %lu atomics: they must stay on one", r,
+                         growth[r]);
             }
         }
         tc_phase("%s: %d rounds of atomics exact", tc_flavour_names[f], atomics_done);
@@ -335,20 +340,43 @@ static void run_checks(int rails)
     free(back);
 }
 
-/* Puts and gets of 1 MiB + 13 checked until @p seconds have passed. */
-static void run_loop(double seconds)
+/* Fetch-and-op +1 on the peer's counter, which only this rank adds to:
+ * the value fetched in round @p round is @p round. */
+static void count_on_peer(tc_window_t *cw, long round)
+{
+    int64_t one = 1, fetched = -1;
+
+    TC_MPI(MPI_Fetch_and_op(&one, &fetched, MPI_INT64_T, peer, tc_disp(cw, peer, 0), MPI_SUM,
+                            cw->win));
+    TC_MPI(MPI_Win_flush(peer, cw->win));
+    if (fetched != round) {
+        fprintf(stderr, "hosts_rails: loop: fetch-and-op fetched %lld in round %ld\n",
+                (long long) fetched, round);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+/* Puts and gets of 1 MiB + 13 checked until @p seconds have passed, each
+ * round with a checked fetch-and-op too when @p atomics. */
+static void run_loop(double seconds, bool atomics)
 {
     const size_t size = (1 << 20) + 13;
     uint8_t *src = tc_malloc(size), *back = tc_malloc(size);
     double end = tc_now() + seconds;
     long rounds = 0, more = 1;
-    tc_window_t w;
+    tc_window_t w, cw;
 
     tc_window_open(&w, TC_WIN_CREATE, size);
+    tc_window_open(&cw, TC_WIN_CREATE, sizeof(int64_t));
     TC_MPI(MPI_Win_lock_all(0, w.win));
+    TC_MPI(MPI_Win_lock_all(0, cw.win));
     while (more) {
         if (peer >= 0) {
             uint32_t seed = seed_of(tc_rank, size, 0, (int) rounds);
+
+            if (atomics) {
+                count_on_peer(&cw, rounds);
+            }
 
             tc_fill_pattern(src, size, seed);
             TC_MPI(MPI_Put(src, (int) size, MPI_BYTE, peer, tc_disp(&w, peer, 0), (int) size,
@@ -367,11 +395,13 @@ static void run_loop(double seconds)
         more = tc_now() < end;
         TC_MPI(MPI_Allreduce(MPI_IN_PLACE, &more, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD));
     }
+    TC_MPI(MPI_Win_unlock_all(cw.win));
     TC_MPI(MPI_Win_unlock_all(w.win));
     tc_phase("loop: %ld rounds, repost_count %ld rail_down_count %ld", rounds,
              btl_ofi_pvars_get("repost_count"), btl_ofi_pvars_get("rail_down_count"));
     printf("RAILS rank=%d rounds=%ld repost=%ld rail_down=%ld\n", tc_rank, rounds,
            btl_ofi_pvars_get("repost_count"), btl_ofi_pvars_get("rail_down_count"));
+    tc_window_close(&cw);
     tc_window_close(&w);
     free(src);
     free(back);
@@ -383,7 +413,9 @@ int main(int argc, char **argv)
     find_pairs();
     TC_CHECK(peer >= 0, "rank %d has no peer on another host", tc_rank);
     if (argc > 2 && 0 == strcmp(argv[1], "--loop")) {
-        run_loop(atof(argv[2]));
+        run_loop(atof(argv[2]), false);
+    } else if (argc > 2 && 0 == strcmp(argv[1], "--loop-atomics")) {
+        run_loop(atof(argv[2]), true);
     } else {
         run_checks(argc > 1 ? atoi(argv[1]) : 1);
     }

@@ -4,7 +4,7 @@
 # reach each other only over the namespaces' veths), started by PRRTE's
 # ssh launcher through contrib/netns-agent (contrib/mpirun --hosts N).
 #
-#   bash tests/hosts/hosts.sh [--quick] [--provider P]... [--help]
+#   bash tests/hosts/hosts.sh [--quick] [--rails] [--provider P]... [--help]
 #
 # One line per run:  PASS|FAIL|SKIP  hosts  TEST np=N hosts=H PROVIDER ...
 # then a summary; exit 1 if any run failed, else 0 (also when everything
@@ -32,7 +32,11 @@
 #             and gets while every TCP connection on one host's eth0 is reset
 #             by a packet filter: every byte right, chunks re-posted; and
 #             with 3 NICs, both rails of both hosts reset: the job ends with
-#             the [no rail left] error instead of hanging
+#             the [no rail left] error instead of hanging; rail 0 (the NIC of
+#             the atomics) reset under a loop with fetch-and-op: the job ends
+#             with the [atomic rail lost] error; 3 hosts with 3 NICs each,
+#             striped over 3 rails (first provider)
+# --rails: only the rails cases.
 # --quick: one run per suite test on 2 hosts, tcp;ofi_rxm only, plus the
 # hosts_rma, provider and nics checks.
 #
@@ -57,11 +61,12 @@ BASE_ARGS=(--mca pml ob1 --mca btl "ofi,self" --mca osc rdma)
 # the two-sided pipeline limits of p2p_sizes make 64 MiB slow on two cores
 SUITE_ENV=(-x P2P_SIZES_MAX=4194304)
 
-quick=0
+quick=0 rails_only=0
 providers=()
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=1 ;;
+    --rails) rails_only=1 ;;
     --provider) providers+=("${2:?--provider needs a name}"); shift ;;
     --provider=*) providers+=("${1#--provider=}") ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -272,12 +277,12 @@ check_nics_striped() {
     return 0
 }
 
-# Every rank's lead module says it moves one-sided bytes on 2 rails.
+# Every rank's lead module says it moves one-sided bytes on a rail per NIC.
 check_rails_striped() {
     local log=$1 n
-    n=$(clean_log "$log" | grep -c 'one-sided traffic of .* on 2 rails' || true)
+    n=$(clean_log "$log" | grep -c "one-sided traffic of .* on $cur_nics rails" || true)
     if [ "$n" -lt "$cur_np" ]; then
-        fail_reason="$n of $cur_np ranks use 2 rails"
+        fail_reason="$n of $cur_np ranks use $cur_nics rails"
         return 1
     fi
     return 0
@@ -301,95 +306,127 @@ reset_tcp_after() {
     BREAKER=$!
 }
 
-# A rail that fails mid-run.  ob1 goes over btl/tcp on eth1 and PRRTE's
-# daemons talk over eth1, so that only our rails see the failure: a
-# packet filter on btlofi-h2 answers every TCP packet on eth0 with a reset
-# 4 s into a 12 s loop of checked 1 MiB puts and gets (hosts-rails --loop).
-# The loop must end with every byte right, chunks re-posted and the rail
-# out of service.
-rail_failover() {
-    local prov=$1 label="rail_failover np=2 hosts=2 $1  nics=2" log rc=0 start took
+# break_rails_run NAME NICS SECONDS MODE KEEP BREAK -- MCA...: contrib/hosts
+# up 2 --nics NICS; a job of 2 ranks whose ob1 (btl/tcp) and PRRTE stay
+# on NIC KEEP runs hosts-rails MODE SECONDS while, 4 s in, every TCP
+# connection on each HOST/DEV of the space-separated BREAK is reset.  Sets
+# run_log, run_rc and run_took.
+break_rails_run() {
+    local name=$1 nics=$2 secs=$3 mode=$4 keep=$5 breaks=$6 start
+    shift 7
+    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
+    "$HOSTS" up 2 --nics "$nics" >>"$LOGDIR/up.log" 2>&1 ||
+        die "contrib/hosts up 2 --nics $nics failed"
+    run_log=$LOGDIR/$(safe_name "$name").log
+    run_rc=0
+    start=$(date +%s.%N)
+    # shellcheck disable=SC2086 # BREAK is a list
+    reset_tcp_after 4 "$run_log" $breaks
+    echo "# $(date -Is) $name: one-sided on btl/ofi, ob1 and PRRTE on $keep, reset: $breaks" \
+        >"$run_log"
+    timeout -k 10 120 "$MPIRUN" --hosts 2 --nics "$nics" -np 2 --mca pml ob1 \
+        --mca btl ofi,self,tcp --mca btl_ofi_mode 0 --mca btl_tcp_if_include "$keep" \
+        --prtemca oob_tcp_if_include "$keep" --mca osc rdma --mca btl_ofi_max_nics "$nics" \
+        --mca btl_ofi_verbose 1 "$@" \
+        "$BTL_OFI_BUILD/hosts/hosts-rails" "$mode" "$secs" </dev/null >>"$run_log" 2>&1 ||
+        run_rc=$?
+    wait "$BREAKER" || true
+    cat "$run_log.filter" >>"$run_log" 2>/dev/null && rm -f "$run_log.filter"
+    run_took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
+    "$HOSTS" reap >/dev/null 2>&1 || true
+    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
+}
+
+# rail_fault_ok LABEL: the provider and iptables are there (installed if
+# need be), else a SKIP is recorded and it fails.
+rail_fault_ok() {
+    local prov=$1 label=$2
     if ! provider_ok "$prov"; then
         record SKIP "$label  (libfabric offers no provider '$prov' here)"
-        return 0
+        return 1
     fi
     if ! command -v iptables >/dev/null 2>&1; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables >>"$LOGDIR/up.log" 2>&1 || true
     fi
     if ! command -v iptables >/dev/null 2>&1; then
         record SKIP "$label  (no iptables, and it could not be installed)"
-        return 0
-    fi
-    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
-    "$HOSTS" up 2 --nics 2 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 2 failed"
-    log=$LOGDIR/$(safe_name "rail_failover-$prov").log
-    start=$(date +%s.%N)
-    reset_tcp_after 4 "$log" btlofi-h2/eth0
-    echo "# $(date -Is) rail failover: one-sided on 2 rails, ob1 on btl/tcp eth1" >"$log"
-    timeout -k 10 "$TIMEOUT" "$MPIRUN" --hosts 2 --nics 2 -np 2 --mca pml ob1 \
-        --mca btl ofi,self,tcp --mca btl_ofi_mode 0 --mca btl_tcp_if_include eth1 \
-        --prtemca oob_tcp_if_include eth1 --mca osc rdma --mca btl_ofi_max_nics 2 \
-        --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 \
-        "$BTL_OFI_BUILD/hosts/hosts-rails" --loop 12 </dev/null >>"$log" 2>&1 || rc=$?
-    wait "$BREAKER" || true
-    cat "$log.filter" >>"$log" 2>/dev/null && rm -f "$log.filter"
-    took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
-    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
-    local reposts downs
-    reposts=$(clean_log "$log" | sed -n 's/^RAILS .* repost=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
-    downs=$(clean_log "$log" | sed -n 's/^RAILS .* rail_down=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
-    if [ $rc != 0 ]; then
-        record FAIL "$label  ($took, exit $rc, log $log)"
-        show_log_tail "$log"
-    elif ! clean_log "$log" | grep '^hosts_rails: PASS' >/dev/null; then
-        record FAIL "$label  ($took, no PASS line, log $log)"
-    elif [ "${reposts:-0}" -lt 1 ] || [ "${downs:-0}" -lt 1 ]; then
-        record FAIL "$label  ($took, repost_count ${reposts:-?} rail_down_count ${downs:-?}:" \
-            "the failure was not seen, log $log)"
-    else
-        record PASS "$label  ($took, $reposts operations re-posted, $downs rails out)"
+        return 1
     fi
 }
 
-# Every rail failing: 3 NICs, the rails on eth1 and eth2 (btl_ofi_rails 2
-# of 3 modules; module order puts eth0 last here), ob1 on btl/tcp and
-# PRRTE on eth0.  4 s into the loop both hosts reset every TCP connection
-# on eth1 and eth2.  The job must end, with an error and the
-# "[no rail left]" message, well before the lane's timeout: not hang.
+# The job ended by the component, in time, with help message TEXT: not
+# passed, not hung.  $run_* from break_rails_run.
+check_ended_with() {
+    local label=$1 text=$2
+    if [ $run_rc = 124 ] || [ $run_rc = 137 ]; then
+        record FAIL "$label  ($run_took, hung: killed after 120 s, log $run_log)"
+        show_log_tail "$run_log"
+    elif [ $run_rc = 0 ]; then
+        record FAIL "$label  ($run_took, the job passed although its NIC was reset, log $run_log)"
+    elif clean_log "$run_log" | grep 'hosts_rails: loop:.*fetched\|loop: put read back' >/dev/null; then
+        record FAIL "$label  ($run_took, a wrong value reached the application, log $run_log)"
+        show_log_tail "$run_log"
+    elif ! clean_log "$run_log" | grep "$text" >/dev/null; then
+        # (grep -q would leave clean_log to die of SIGPIPE, which pipefail counts)
+        record FAIL "$label  ($run_took, exit $run_rc without the message '$text', log $run_log)"
+        show_log_tail "$run_log"
+    else
+        record PASS "$label  ($run_took, exit $run_rc with the message)"
+    fi
+}
+
+# A rail that fails mid-run: with 2 NICs, ob1 and PRRTE on eth1, a packet
+# filter on btlofi-h2 resets every TCP packet on eth0 4 s into a 12 s loop
+# of checked 1 MiB puts and gets.  The loop must end with every byte
+# right, chunks re-posted and the rail out of service.
+rail_failover() {
+    local prov=$1 label="rail_failover np=2 hosts=2 $1  nics=2" reposts downs
+    rail_fault_ok "$prov" "$label" || return 0
+    break_rails_run "rail_failover-$prov" 2 12 --loop eth1 btlofi-h2/eth0 -- \
+        --mca btl_ofi_provider_include "$prov"
+    reposts=$(clean_log "$run_log" | sed -n 's/^RAILS .* repost=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
+    downs=$(clean_log "$run_log" | sed -n 's/^RAILS .* rail_down=\([0-9]*\).*/\1/p' | paste -sd+ | bc)
+    if [ $run_rc != 0 ]; then
+        record FAIL "$label  ($run_took, exit $run_rc, log $run_log)"
+        show_log_tail "$run_log"
+    elif ! clean_log "$run_log" | grep '^hosts_rails: PASS' >/dev/null; then
+        record FAIL "$label  ($run_took, no PASS line, log $run_log)"
+    elif [ "${reposts:-0}" -lt 1 ] || [ "${downs:-0}" -lt 1 ]; then
+        record FAIL "$label  ($run_took, repost_count ${reposts:-?} rail_down_count ${downs:-?}:" \
+            "the failure was not seen, log $run_log)"
+    else
+        record PASS "$label  ($run_took, $reposts operations re-posted, $downs rails out)"
+    fi
+}
+
+# Every rail failing: 3 NICs, the rails on eth2 and eth1 (btl_ofi_rails 2
+# of 3 modules; module order puts eth0 last here), ob1 and PRRTE on eth0.
+# Both hosts reset every TCP connection on eth1 and eth2: the job must end
+# with an error and the "[no rail left]" message, not hang.
 rail_all_fail() {
-    local prov=$1 label="rail_all_fail np=2 hosts=2 $1  nics=3" log rc=0 start took
-    if ! provider_ok "$prov" || ! command -v iptables >/dev/null 2>&1; then
-        record SKIP "$label  (no provider '$prov' or no iptables)"
+    local prov=$1 label="rail_all_fail np=2 hosts=2 $1  nics=3"
+    rail_fault_ok "$prov" "$label" || return 0
+    break_rails_run "rail_all_fail-$prov" 3 30 --loop eth0 \
+        "btlofi-h1/eth1 btlofi-h1/eth2 btlofi-h2/eth1 btlofi-h2/eth2" -- \
+        --mca btl_ofi_rails 2 --mca btl_ofi_provider_include "$prov"
+    check_ended_with "$label" 'Every NIC (rail) the OFI BTL used'
+}
+
+# The NIC of the atomics failing: as above, but a fetch-and-op each round
+# and only btlofi-h2's eth2 reset, rail 0 (the lead module's NIC, checked
+# in the log).  An atomic cannot move to another rail: the job must end
+# with the "[atomic rail lost]" message, never with a fetched value wrong
+# (which an atomic re-posted as a put would give).
+rail_atomic_fail() {
+    local prov=$1 label="rail_atomic_fail np=2 hosts=2 $1  nics=3"
+    rail_fault_ok "$prov" "$label" || return 0
+    break_rails_run "rail_atomic_fail-$prov" 3 30 --loop-atomics eth0 btlofi-h2/eth2 -- \
+        --mca btl_ofi_rails 2 --mca btl_ofi_provider_include "$prov"
+    if ! clean_log "$run_log" | grep 'one-sided traffic of eth2 on 2 rails' >/dev/null; then
+        record FAIL "$label  (rail 0 is not eth2 here: the reset missed it, log $run_log)"
         return 0
     fi
-    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
-    "$HOSTS" up 2 --nics 3 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 3 failed"
-    log=$LOGDIR/$(safe_name "rail_all_fail-$prov").log
-    start=$(date +%s.%N)
-    reset_tcp_after 4 "$log" btlofi-h1/eth1 btlofi-h1/eth2 btlofi-h2/eth1 btlofi-h2/eth2
-    echo "# $(date -Is) every rail failing: one-sided on eth1+eth2, ob1 on btl/tcp eth0" >"$log"
-    timeout -k 10 120 "$MPIRUN" --hosts 2 --nics 3 -np 2 --mca pml ob1 \
-        --mca btl ofi,self,tcp --mca btl_ofi_mode 0 --mca btl_tcp_if_include eth0 \
-        --prtemca oob_tcp_if_include eth0 --mca osc rdma --mca btl_ofi_max_nics 3 \
-        --mca btl_ofi_rails 2 --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 \
-        "$BTL_OFI_BUILD/hosts/hosts-rails" --loop 30 </dev/null >>"$log" 2>&1 || rc=$?
-    wait "$BREAKER" || true
-    cat "$log.filter" >>"$log" 2>/dev/null && rm -f "$log.filter"
-    took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
-    "$HOSTS" reap >/dev/null 2>&1 || true
-    "$HOSTS" down >>"$LOGDIR/down.log" 2>&1 || true
-    if [ $rc = 124 ] || [ $rc = 137 ]; then
-        record FAIL "$label  ($took, hung: killed after 120 s, log $log)"
-        show_log_tail "$log"
-    elif [ $rc = 0 ]; then
-        record FAIL "$label  ($took, the job passed although every rail was reset, log $log)"
-    elif ! clean_log "$log" | grep 'Every NIC (rail) the OFI BTL used' >/dev/null; then
-        # (grep -q would leave clean_log to die of SIGPIPE, which pipefail counts)
-        record FAIL "$label  ($took, exit $rc without the [no rail left] message, log $log)"
-        show_log_tail "$log"
-    else
-        record PASS "$label  ($took, exit $rc with [no rail left])"
-    fi
+    check_ended_with "$label" 'An atomic operation (or an MPI window lock'
 }
 
 # ------------------------------------------------------------------
@@ -490,62 +527,64 @@ check_isolation() {
         record PASS "isolation np=- hosts=$hosts -"
     fi
 }
-check_isolation 3
+if [ $rails_only = 0 ]; then
+    check_isolation 3
 
-# 1. one rank per host on two hosts: the whole suite
-for prov in "${providers[@]}"; do
-    run_suite 2 2 1 "$prov"
-    hosts_rma 2 2 "$prov"
-done
-
-# 2. three hosts, and two ranks per host
-if [ $quick = 0 ]; then
+    # 1. one rank per host on two hosts: the whole suite
     for prov in "${providers[@]}"; do
-        run_suite 3 3 1 "$prov" rma_put_get rma_atomics rma_sync p2p_sizes p2p_many p2p_collectives
-        hosts_rma 3 3 "$prov"
-        # (not rma_accumulate: 2.5 minutes at np 4 on two cores)
-        run_suite 2 4 1 "$prov" rma_atomics p2p_mixed p2p_matching rma_flush_notify
-        hosts_rma 2 4 "$prov"
+        run_suite 2 2 1 "$prov"
+        hosts_rma 2 2 "$prov"
     done
-    # atomics contention from six ranks on three hosts: a minute per provider,
-    # so on the first one only
-    run_suite 3 6 1 "${providers[0]}" rma_atomics
-else
-    hosts_rma 3 3 "${providers[0]}"
-fi
 
-# 3. no provider include list: never shm across hosts
-cur_np=2 cur_nics=1
-run_mpi provider_not_shm 2 2 1 "" check_provider_not_shm --mca btl_ofi_verbose 1 \
-    -- "$BTL_OFI_BUILD/hosts/hosts-rma"
-cur_np=3
-run_mpi provider_not_shm 3 3 1 "" check_provider_not_shm --mca btl_ofi_verbose 1 \
-    -- "$BTL_OFI_BUILD/mpi/p2p_smoke"
-
-# 4. two NICs per host: a module per NIC, traffic on both
-for prov in "${providers[@]}"; do
-    cur_np=2 cur_nics=2
-    "$HOSTS" up 2 --nics 2 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 2 failed"
-    for ((k = 0; k < 2; ++k)); do
-        nic_bytes_before[k]=$(iface_bytes btlofi-h1 "eth$k")
-    done
-    run_mpi nics_striping 2 2 2 "$prov" check_nics_striped --mca btl_ofi_max_nics 2 \
-        --mca btl_ofi_verbose 1 -- "$BTL_OFI_BUILD/hosts/hosts-nics" 2 $((8 << 20)) 10
-    if [ $quick = 0 ] || [ "$prov" = "${providers[0]}" ]; then
-        run_suite 2 2 2 "$prov" p2p_sizes p2p_many p2p_mixed rma_put_get
-        # Open MPI 5.0.7's ob1 crashes (opal_generic_simple_unpack, from
-        # mca_pml_ob1_recv_request_progress_frag) or corrupts data when the
-        # pipelined fragments of a non-contiguous message come over two BTL
-        # modules: upstream's btl/tcp on eth0,eth1 does the same.
-        if [ "${BTL_OFI_HOSTS_KNOWN_BUGS:-0}" = 1 ]; then
-            run_suite 2 2 2 "$prov" p2p_datatypes
-        else
-            record SKIP "p2p_datatypes np=2 hosts=2 $prov  nics=2  (Open MPI 5.0.7 ob1 bug with" \
-                "non-contiguous fragments over two BTL modules, btl/tcp too;" \
-                "BTL_OFI_HOSTS_KNOWN_BUGS=1 runs it)"
-        fi
+    # 2. three hosts, and two ranks per host
+    if [ $quick = 0 ]; then
+        for prov in "${providers[@]}"; do
+            run_suite 3 3 1 "$prov" rma_put_get rma_atomics rma_sync p2p_sizes p2p_many p2p_collectives
+            hosts_rma 3 3 "$prov"
+            # (not rma_accumulate: 2.5 minutes at np 4 on two cores)
+            run_suite 2 4 1 "$prov" rma_atomics p2p_mixed p2p_matching rma_flush_notify
+            hosts_rma 2 4 "$prov"
+        done
+        # atomics contention from six ranks on three hosts: a minute per provider,
+        # so on the first one only
+        run_suite 3 6 1 "${providers[0]}" rma_atomics
+    else
+        hosts_rma 3 3 "${providers[0]}"
     fi
-done
+
+    # 3. no provider include list: never shm across hosts
+    cur_np=2 cur_nics=1
+    run_mpi provider_not_shm 2 2 1 "" check_provider_not_shm --mca btl_ofi_verbose 1 \
+        -- "$BTL_OFI_BUILD/hosts/hosts-rma"
+    cur_np=3
+    run_mpi provider_not_shm 3 3 1 "" check_provider_not_shm --mca btl_ofi_verbose 1 \
+        -- "$BTL_OFI_BUILD/mpi/p2p_smoke"
+
+    # 4. two NICs per host: a module per NIC, traffic on both
+    for prov in "${providers[@]}"; do
+        cur_np=2 cur_nics=2
+        "$HOSTS" up 2 --nics 2 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 2 --nics 2 failed"
+        for ((k = 0; k < 2; ++k)); do
+            nic_bytes_before[k]=$(iface_bytes btlofi-h1 "eth$k")
+        done
+        run_mpi nics_striping 2 2 2 "$prov" check_nics_striped --mca btl_ofi_max_nics 2 \
+            --mca btl_ofi_verbose 1 -- "$BTL_OFI_BUILD/hosts/hosts-nics" 2 $((8 << 20)) 10
+        if [ $quick = 0 ] || [ "$prov" = "${providers[0]}" ]; then
+            run_suite 2 2 2 "$prov" p2p_sizes p2p_many p2p_mixed rma_put_get
+            # Open MPI 5.0.7's ob1 crashes (opal_generic_simple_unpack, from
+            # mca_pml_ob1_recv_request_progress_frag) or corrupts data when the
+            # pipelined fragments of a non-contiguous message come over two BTL
+            # modules: upstream's btl/tcp on eth0,eth1 does the same.
+            if [ "${BTL_OFI_HOSTS_KNOWN_BUGS:-0}" = 1 ]; then
+                run_suite 2 2 2 "$prov" p2p_datatypes
+            else
+                record SKIP "p2p_datatypes np=2 hosts=2 $prov  nics=2  (Open MPI 5.0.7 ob1 bug with" \
+                    "non-contiguous fragments over two BTL modules, btl/tcp too;" \
+                    "BTL_OFI_HOSTS_KNOWN_BUGS=1 runs it)"
+            fi
+        fi
+    done
+fi
 
 # 5. one-sided striping over two NICs, and a NIC that fails under it
 for prov in "${providers[@]}"; do
@@ -561,8 +600,14 @@ for prov in "${providers[@]}"; do
             -- "$BTL_OFI_BUILD/hosts/hosts-rails" 2
     fi
 done
+# three hosts with three NICs each: a ring of peers, every byte over 3 rails
+cur_np=3 cur_nics=3
+"$HOSTS" up 3 --nics 3 >>"$LOGDIR/up.log" 2>&1 || die "contrib/hosts up 3 --nics 3 failed"
+run_mpi rails 3 3 3 "${providers[0]}" check_rails_striped --mca btl_ofi_max_nics 3 \
+    --mca btl_ofi_verbose 1 -- "$BTL_OFI_BUILD/hosts/hosts-rails" 3
 rail_failover "tcp;ofi_rxm"
 rail_all_fail "tcp;ofi_rxm"
+rail_atomic_fail "tcp;ofi_rxm"
 
 summary
 [ $n_fail = 0 ]
