@@ -472,11 +472,12 @@ typedef struct mca_btl_ofi_component_t {
     int output;                           /**< our verbose stream (common/ofi's) */
     int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
     int progress_idle_us;                 /**< app idle time after which the thread steps in */
-    int progress_wake_us;   /**< wait without completions before waking the target's thread */
-    int progress_gap_us;    /**< least time between two looks of the thread */
-    int progress_slice_us;  /**< time slice the thread asks of the scheduler; 0: default */
-    int progress_sleep_us;  /**< the thread's period while nothing is aimed at us */
-    int progress_linger_us; /**< how long the thread stays awake after the last sign of traffic */
+    int progress_wake_us;     /**< wait without completions before waking the target's thread */
+    int progress_gap_us;      /**< least time between two looks of the thread */
+    int progress_slice_us;    /**< time slice the thread asks of the scheduler; 0: default */
+    int progress_rt_priority; /**< SCHED_RR priority of the thread; 0: the normal scheduler */
+    int progress_sleep_us;    /**< the thread's period while nothing is aimed at us */
+    int progress_linger_us;   /**< how long the thread stays awake after the last sign of traffic */
     /** our locks and atomics are real: Open MPI runs threads or we run
      * our progress thread; set at init */
     bool threaded;

@@ -110,6 +110,13 @@ static int mca_btl_ofi_component_register(void)
                         "own slice ends; it takes no more time than before; 0: the kernel's "
                         "default (0..100000)",
                         &c->progress_slice_us, 100);
+    (void) register_int("progress_rt_priority",
+                        "Real-time priority (SCHED_RR) the progress thread asks for, where the "
+                        "process may have one (root, CAP_SYS_NICE or a site's RLIMIT_RTPRIO): "
+                        "woken while its rank computes, the thread then runs at once instead "
+                        "of, now and then, a scheduler tick later; its looks are short and it "
+                        "sleeps between them; 0: the normal scheduler (0..99)",
+                        &c->progress_rt_priority, 0);
     (void) register_int("progress_sleep_us",
                         "How often the progress thread looks while nothing has been aimed at "
                         "this process for btl_ofi_progress_linger_us (no wake-up, no "
@@ -241,6 +248,7 @@ static int check_params(void)
     check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
     check_int_param("btl_ofi_progress_gap_us", &c->progress_gap_us, 0, 1000000);
     check_int_param("btl_ofi_progress_slice_us", &c->progress_slice_us, 0, 100000);
+    check_int_param("btl_ofi_progress_rt_priority", &c->progress_rt_priority, 0, 99);
     check_int_param("btl_ofi_progress_sleep_us", &c->progress_sleep_us, 10, 10000000);
     check_int_param("btl_ofi_progress_linger_us", &c->progress_linger_us, 0, 10000000);
     c->progress_thread = mca_btl_ofi_parse_progress_thread(progress_thread_param);

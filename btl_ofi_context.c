@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -849,6 +850,25 @@ static void ask_short_slice(int slice_us)
 #endif
 }
 
+/* btl_ofi_progress_rt_priority: refused where the process may not have a
+ * real-time priority; the thread then runs as before, and says so once. */
+static void ask_real_time(int priority)
+{
+    struct sched_param param = { .sched_priority = priority };
+    int rc;
+
+    if (priority <= 0) {
+        return;
+    }
+    rc = pthread_setschedparam(progress_thread.thread, SCHED_RR, &param);
+    if (0 != rc) {
+        opal_show_help("help-mpi-btl-ofi.txt", "progress rt refused", true,
+                       opal_process_info.nodename, priority, strerror(rc));
+        return;
+    }
+    MCA_BTL_OFI_VERBOSE(10, "progress thread: SCHED_RR priority %d", priority);
+}
+
 static void *progress_thread_main(void *arg)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
@@ -863,7 +883,9 @@ static void *progress_thread_main(void *arg)
     (void) arg;
     /* so that top -H, ps -L and perf name it */
     (void) pthread_setname_np(pthread_self(), "btl-ofi-look");
-    ask_short_slice(c->progress_slice_us);
+    if (0 == c->progress_rt_priority) {
+        ask_short_slice(c->progress_slice_us); /* (it would undo SCHED_RR) */
+    }
     /* Linux lets a timed wait overrun by 50 us by default, half of a
      * whole idle period: ask for 1 us */
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
@@ -923,6 +945,7 @@ static int start_locked(void)
     }
     progress_thread.running = true;
     MCA_BTL_OFI_VERBOSE(10, "progress thread started: memory is exposed");
+    ask_real_time(mca_btl_ofi_component.progress_rt_priority);
     return OPAL_SUCCESS;
 }
 

@@ -1,0 +1,89 @@
+#!/bin/bash
+# btl_ofi_progress_rt_priority: out-of-range values are clamped with
+# "[bad parameter]".  With 1, the progress thread (btl-ofi-look) of
+# rma_busy_target runs under SCHED_RR at priority 1 (the scheduler's own
+# record, /proc/PID/task/TID/sched); by default it stays SCHED_OTHER; where
+# the process may not have the priority (here: CAP_SYS_NICE dropped from
+# the job's bounding set by setpriv) the job says so once with "[progress
+# rt refused]" and passes with the normal scheduler.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+require_smoke
+
+BUSY=${BTL_OFI_BUILD:-$PARAMS_ROOT/build}/mpi/rma_busy_target
+[ -x "$BUSY" ] || skip "$BUSY is not built (make -C standalone mpitests)"
+
+expect_clamped_runs progress_rt_priority 0 99 "-1 0" "100 99"
+
+# "POLICY PRIORITY" of every btl-ofi-look thread of the job tagged TAG (in
+# its ranks' environment), one line each.
+thread_policies() {
+    local tag=$1 end=$((SECONDS + 20)) pid task
+    while [ $SECONDS -lt $end ]; do
+        for pid in $(pgrep -x rma_busy_target); do
+            tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
+                grep -x "BTL_OFI_RT_TAG=$tag" >/dev/null || continue
+            for task in /proc/"$pid"/task/[0-9]*; do
+                [ "$(cat "$task/comm" 2>/dev/null)" = btl-ofi-look ] || continue
+                awk '/^policy / { p = $3 } /^prio / { q = $3 } END { if (p != "") print p, q }' \
+                    "$task/sched" 2>/dev/null
+            done
+        done
+        sleep 0.2
+    done
+}
+
+# rt_job LABEL PRIORITY [WRAPPER...]: rma_busy_target with the priority;
+# sets POLICIES to what the threads had.
+rt_job() {
+    local label=$1 prio=$2 watcher
+    shift 2
+    JOB_NAME=$label JOB_LOG=$PARAMS_LOGS/$PARAMS_TEST.$label.log
+    echo "job $label: ${*:+$* }rma_busy_target -s 3, btl_ofi_progress_rt_priority $prio"
+    thread_policies "$$.$label" >"$JOB_LOG.policies" &
+    watcher=$!
+    set +e
+    timeout -k 10 "$PARAMS_TIMEOUT" "$@" "$PARAMS_ROOT/contrib/mpirun" -np 2 --oversubscribe \
+        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_RT_TAG="$$.$label" \
+        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
+        --mca btl_ofi_progress_rt_priority "$prio" "$BUSY" -s 3 >"$JOB_LOG" 2>&1 </dev/null
+    JOB_RC=$?
+    set -e
+    kill "$watcher" 2>/dev/null || true
+    wait "$watcher" 2>/dev/null || true
+    expect_no_crash
+    if [ "$JOB_RC" != 0 ] || ! grep -aqF "rma_busy_target: PASS" "$JOB_LOG"; then
+        fail "rma_busy_target did not pass (exit status $JOB_RC, log $JOB_LOG)"
+    fi
+    POLICIES=$(sort -u "$JOB_LOG.policies" | tr '\n' ',')
+}
+
+# (policy 2 is SCHED_RR; the kernel shows a real-time priority P as prio 99 - P)
+rt_job rr 1
+if [ "$POLICIES" = "2 98," ]; then
+    ok "with 1 the progress thread ran under SCHED_RR, priority 1"
+else
+    fail "with btl_ofi_progress_rt_priority 1 the threads had (policy prio): ${POLICIES:-none}"
+fi
+expect_no_text "could not take the real-time priority" "the priority was granted"
+
+rt_job default 0
+if [ -n "$POLICIES" ] && [[ ,$POLICIES == *",0 "* ]] && ! [[ $POLICIES == *"2 "* ]]; then
+    ok "by default the thread kept SCHED_OTHER ($POLICIES)"
+else
+    fail "with btl_ofi_progress_rt_priority 0 the threads had: ${POLICIES:-none}"
+fi
+
+if command -v setpriv >/dev/null && setpriv --bounding-set=-sys_nice true 2>/dev/null; then
+    rt_job refused 1 setpriv --bounding-set=-sys_nice --inh-caps=-sys_nice
+    expect_text "could not take the real-time priority"
+    expect_help_found
+    if [[ $POLICIES == *"2 "* ]]; then
+        fail "without CAP_SYS_NICE the thread still ran under SCHED_RR ($POLICIES)"
+    else
+        ok "without CAP_SYS_NICE the thread ran under the normal scheduler (${POLICIES:-not seen})"
+    fi
+else
+    echo "setpriv cannot drop CAP_SYS_NICE here: the refusal is not checked"
+fi
+finish
