@@ -102,7 +102,7 @@ static int mca_btl_ofi_component_register(void)
                         "Least time between two looks of the progress thread, however often "
                         "peers wake it, in microseconds: it shares its rank's core, and one "
                         "that runs too often is made to wait by the scheduler (0..1000000)",
-                        &c->progress_gap_us, 60);
+                        &c->progress_gap_us, 250);
     (void) register_int("progress_slice_us",
                         "Time slice the progress thread asks of the scheduler, in microseconds "
                         "(Linux 6.12 and later, which clamp it to 100..100000): a short slice "
