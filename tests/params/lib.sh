@@ -195,6 +195,25 @@ expect_clamped_runs() {
     done
 }
 
+# look_threads_sched TAG AWK: for 20 s, every 0.2 s, the output of AWK run
+# on /proc/PID/task/TID/sched of each btl-ofi-look thread of the job whose
+# ranks carry BTL_OFI_JOB_TAG=TAG in their environment (rma_busy_target;
+# other jobs on the machine do not count), one line per thread and sample.
+look_threads_sched() {
+    local tag=$1 prog=$2 end=$((SECONDS + 20)) pid task
+    while [ $SECONDS -lt $end ]; do
+        for pid in $(pgrep -x rma_busy_target); do
+            tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
+                grep -x "BTL_OFI_JOB_TAG=$tag" >/dev/null || continue
+            for task in /proc/"$pid"/task/[0-9]*; do
+                [ "$(cat "$task/comm" 2>/dev/null)" = btl-ofi-look ] || continue
+                awk "$prog" "$task/sched" 2>/dev/null
+            done
+        done
+        sleep 0.2
+    done
+}
+
 finish() {
     if [ "$params_failures" -gt 0 ]; then
         echo "FAIL $PARAMS_TEST: $params_failures check(s) failed${PARAMS_LOGS:+ (logs in $PARAMS_LOGS)}"

@@ -15,24 +15,6 @@ BUSY=${BTL_OFI_BUILD:-$PARAMS_ROOT/build}/mpi/rma_busy_target
 
 expect_clamped_runs progress_rt_priority 0 99 "-1 0" "100 99"
 
-# "POLICY PRIORITY" of every btl-ofi-look thread of the job tagged TAG (in
-# its ranks' environment), one line each.
-thread_policies() {
-    local tag=$1 end=$((SECONDS + 20)) pid task
-    while [ $SECONDS -lt $end ]; do
-        for pid in $(pgrep -x rma_busy_target); do
-            tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
-                grep -x "BTL_OFI_RT_TAG=$tag" >/dev/null || continue
-            for task in /proc/"$pid"/task/[0-9]*; do
-                [ "$(cat "$task/comm" 2>/dev/null)" = btl-ofi-look ] || continue
-                awk '/^policy / { p = $3 } /^prio / { q = $3 } END { if (p != "") print p, q }' \
-                    "$task/sched" 2>/dev/null
-            done
-        done
-        sleep 0.2
-    done
-}
-
 # rt_job LABEL PRIORITY [WRAPPER...]: rma_busy_target with the priority;
 # sets POLICIES to what the threads had.
 rt_job() {
@@ -40,11 +22,13 @@ rt_job() {
     shift 2
     JOB_NAME=$label JOB_LOG=$PARAMS_LOGS/$PARAMS_TEST.$label.log
     echo "job $label: ${*:+$* }rma_busy_target -s 3, btl_ofi_progress_rt_priority $prio"
-    thread_policies "$$.$label" >"$JOB_LOG.policies" &
+    # "POLICY PRIORITY" of each thread
+    look_threads_sched "$$.$label" '/^policy / { p = $3 } /^prio / { q = $3 } END { if (p != "") print p, q }' \
+        >"$JOB_LOG.policies" &
     watcher=$!
     set +e
     timeout -k 10 "$PARAMS_TIMEOUT" "$@" "$PARAMS_ROOT/contrib/mpirun" -np 2 --oversubscribe \
-        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_RT_TAG="$$.$label" \
+        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_JOB_TAG="$$.$label" \
         --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
         --mca btl_ofi_progress_rt_priority "$prio" "$BUSY" -s 3 >"$JOB_LOG" 2>&1 </dev/null
     JOB_RC=$?

@@ -17,33 +17,16 @@ expect_clamped_runs progress_slice_us 0 100000 "-5 0" "200000 100000"
 grep -q '^se.slice' /proc/self/sched 2>/dev/null ||
     { echo "this kernel shows no se.slice: the slice itself is not checked"; finish; }
 
-# The slices of every btl-ofi-look thread of the job tagged TAG (in its
-# ranks' environment: other jobs on the machine do not count), one per line.
-thread_slices() {
-    local tag=$1 end=$((SECONDS + 20)) pid task
-    while [ $SECONDS -lt $end ]; do
-        for pid in $(pgrep -x rma_busy_target); do
-            tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
-                grep -x "BTL_OFI_SLICE_TAG=$tag" >/dev/null || continue
-            for task in /proc/"$pid"/task/[0-9]*; do
-                [ "$(cat "$task/comm" 2>/dev/null)" = btl-ofi-look ] || continue
-                sed -n 's/^se.slice *: *\([0-9]*\).*/\1/p' "$task/sched" 2>/dev/null
-            done
-        done
-        sleep 0.2
-    done
-}
-
 # slice_job LABEL SLICE: rma_busy_target with btl_ofi_progress_slice_us
 # SLICE; sets SLICES to what the threads had.
 slice_job() {
     local label=$1 slice=$2 watcher log=$PARAMS_LOGS/$PARAMS_TEST.$1.log
     echo "job $label: rma_busy_target -s 3, btl_ofi_progress_slice_us $slice"
-    thread_slices "$$.$label" >"$log.slices" &
+    look_threads_sched "$$.$label" '/^se.slice / { print $3 + 0 }' >"$log.slices" &
     watcher=$!
     set +e
     timeout -k 10 "$PARAMS_TIMEOUT" "$PARAMS_ROOT/contrib/mpirun" -np 2 --oversubscribe \
-        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_SLICE_TAG="$$.$label" \
+        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_JOB_TAG="$$.$label" \
         --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
         --mca btl_ofi_progress_slice_us "$slice" "$BUSY" -s 3 >"$log" 2>&1 </dev/null
     JOB_RC=$?
