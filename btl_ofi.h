@@ -123,6 +123,7 @@ typedef enum {
     MCA_BTL_OFI_CNT_EXPOSE,     /**< times memory became exposed after none was */
     MCA_BTL_OFI_CNT_REPOST,     /**< operations posted again on another rail */
     MCA_BTL_OFI_CNT_RAIL_DOWN,  /**< rails taken out of service for a peer */
+    MCA_BTL_OFI_CNT_LOCAL_COPY, /**< puts and gets copied to a same-host peer */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -197,6 +198,10 @@ struct mca_btl_base_endpoint_t {
      * cleared by whichever thread completes its operation) */
     opal_atomic_int32_t rails_up;
     uint32_t next_rail; /**< round-robin cursor of small operations; races are harmless */
+    /** the peer's pid where its puts and gets are copied (btl_ofi_copy.c),
+     * 0 where they go through the provider; cleared for good by a copy
+     * the kernel refused */
+    volatile uint32_t copy_pid;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -416,6 +421,8 @@ typedef struct mca_btl_ofi_module_t {
     /** writes and reads complete at the origin with the bytes in place,
      * so they name no delivery-complete (shm's cross-memory copy) */
     bool origin_rma;
+    /** same-host peers' puts and gets are copied (btl_ofi_local_copy) */
+    bool local_copy;
     size_t inject_size;              /**< largest injected transfer */
     int num_contexts;                /**< entries of contexts */
     mca_btl_ofi_context_t *contexts; /**< the communication contexts */
@@ -464,6 +471,7 @@ typedef struct mca_btl_ofi_component_t {
     bool disable_inject;                  /**< never inject */
     bool emulate_atomics;                 /**< btl_ofi_emulate_atomics */
     bool origin_rma;                      /**< btl_ofi_origin_rma */
+    int local_copy;                       /**< btl_ofi_local_copy: -1 auto, 0 off, 1 on */
     bool disable_hmem;                    /**< do not ask for FI_HMEM */
     int max_nics;                         /**< at most this many modules */
     int rails;                            /**< btl_ofi_rails: lead's rails, 0: every module */

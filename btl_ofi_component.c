@@ -124,7 +124,7 @@ static int mca_btl_ofi_component_register(void)
                         "only where every peer can wake the thread (btl_ofi_progress_wake_us "
                         "above 0 and an address to publish), else it keeps "
                         "btl_ofi_progress_idle_us (10..10000000)",
-                        &c->progress_sleep_us, 10000);
+                        &c->progress_sleep_us, 50000);
     (void) register_int("progress_linger_us",
                         "How long the progress thread keeps looking every "
                         "btl_ofi_progress_idle_us after the last sign of traffic aimed at this "
@@ -158,6 +158,12 @@ static int mca_btl_ofi_component_register(void)
                          "target, but each is a system call, slower than shm's queue while the "
                          "target is in MPI",
                          &c->origin_rma, false);
+    (void) register_int("local_copy",
+                        "Puts and gets to a peer on the same host as one copy into or out of "
+                        "its memory (cross-memory attach) instead of through a network "
+                        "provider's loopback: -1 when the job spans hosts (default), 1 always, "
+                        "0 never; never on shm, which copies by itself (btl_ofi_origin_rma)",
+                        &c->local_copy, -1);
     (void) register_bool("disable_hmem", "Do not ask providers for device (HMEM) memory support",
                          &c->disable_hmem, false);
     (void) register_int("max_nics", "Largest number of NICs (modules) to use (1..16)", &c->max_nics,
@@ -243,6 +249,7 @@ static int check_params(void)
     check_int_param("btl_ofi_mr_cache_max", &c->mr_cache_max, 0, 1000000);
     check_int_param("btl_ofi_rails", &c->rails, 0, MCA_BTL_OFI_MAX_RAILS);
     check_int_param("btl_ofi_stripe_min", &c->stripe_min, 0, 1 << 30);
+    check_int_param("btl_ofi_local_copy", &c->local_copy, -1, 1);
 
     check_int_param("btl_ofi_progress_idle_us", &c->progress_idle_us, 10, 1000000);
     check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
@@ -860,6 +867,10 @@ static const struct {
                                  "Operations posted again on another rail after theirs failed" },
     [MCA_BTL_OFI_CNT_RAIL_DOWN] = { "rail_down_count",
                                     "Rails taken out of service for a peer after an error" },
+    [MCA_BTL_OFI_CNT_LOCAL_COPY] = { "local_copy_count",
+                                     "Puts and gets to a same-host peer done as one copy into "
+                                     "or out of its memory (btl_ofi_local_copy), also counted "
+                                     "in put_count and get_count" },
     [MCA_BTL_OFI_CNT_MR_REG] = { "mr_count", "Memory regions registered with the provider" },
     [MCA_BTL_OFI_CNT_MR_DEREG] = { "mr_release_count",
                                    "Memory regions released (mr_count minus this: held now)" },

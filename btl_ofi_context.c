@@ -773,18 +773,38 @@ static look_cause_t wait_on(struct pollfd *fds, nfds_t nfds, int timeout_us, int
     return LOOK_TIMER;
 }
 
-/* Without wake-ups, or with nothing exposed, one wait will do; with them,
- * the gap first, while wake-ups wait in the socket, then the rest of the
- * period or until a wake-up. */
+static void sleep_ns(int64_t ns)
+{
+    struct timespec t = { .tv_sec = (time_t) (ns / 1000000000),
+                          .tv_nsec = (long) (ns % 1000000000) };
+
+    while (0 != nanosleep(&t, &t) && EINTR == errno) {
+    }
+}
+
+/* Without wake-ups, or with nothing exposed, one wait will do.  With them,
+ * one wait for the period or a wake-up; a wake-up that comes within the
+ * gap of the last look (the caller's previous return) waits out the rest
+ * of the gap before the look.  So a thread that nothing wakes, the usual
+ * case while nothing is aimed at its rank, is woken once per look, not
+ * twice (a wait for the gap, then one for the rest). */
 static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap, int *wakeups)
 {
+    int64_t start, left;
     look_cause_t cause;
 
     if (fds[1].fd < 0 || timeout_us < 0 || gap >= timeout_us) {
         return wait_on(fds, 1, timeout_us, wakeups);
     }
-    cause = wait_on(fds, 1, gap, wakeups);
-    return LOOK_TIMER == cause ? wait_on(fds, 2, timeout_us - gap, wakeups) : cause;
+    start = mca_btl_ofi_now_ns();
+    cause = wait_on(fds, 2, timeout_us, wakeups);
+    if (LOOK_WOKEN == cause) {
+        left = (int64_t) gap * 1000 - (mca_btl_ofi_now_ns() - start);
+        if (left > 0) {
+            sleep_ns(left); /* a kick meanwhile waits in the eventfd */
+        }
+    }
+    return cause;
 }
 
 static void count_look(look_cause_t cause, int wakeups)

@@ -125,6 +125,7 @@ int mca_btl_ofi_modex_send(void)
                         ? mca_btl_ofi_wake_ip4(c->modules[0]->ep_name, c->modules[0]->ep_name_len,
                                                c->modules[0]->info->addr_format)
                         : 0;
+    hdr->host = *mca_btl_ofi_host_id_self();
     p = (unsigned char *) (hdr + 1);
     for (int i = 0; i < c->module_count; ++i) {
         uint32_t n = (uint32_t) c->modules[i]->ep_name_len;
@@ -186,6 +187,22 @@ static void read_wake_address(mca_btl_ofi_endpoint_t *endpoint, const void *blob
 
     mca_btl_ofi_wake_to_init(&endpoint->wake, hdr->wake_ip4, hdr->wake_port,
                              OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags));
+}
+
+/* Whether the peer's puts and gets can be copied (btl_ofi_copy.c): the
+ * module wants it, the runtime places the peer on this node, and what it
+ * published says its pid names it here. */
+static void read_copy_peer(mca_btl_ofi_endpoint_t *endpoint, const void *blob)
+{
+    const mca_btl_ofi_modex_hdr_t *hdr = blob;
+
+    endpoint->copy_pid = 0;
+    if (endpoint->module->local_copy && OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags)
+        && mca_btl_ofi_host_id_shared(mca_btl_ofi_host_id_self(), &hdr->host)) {
+        endpoint->copy_pid = hdr->host.pid;
+        MCA_BTL_OFI_VERBOSE(20, "%s: puts and gets copied to pid %u",
+                            OPAL_NAME_PRINT(endpoint->proc->proc_name), endpoint->copy_pid);
+    }
 }
 
 /*
@@ -271,6 +288,7 @@ static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opa
     endpoint->module = module;
     endpoint->reachable = true;
     read_wake_address(endpoint, blob);
+    read_copy_peer(endpoint, blob);
     note_sockets_address(endpoint, name, len);
 
 out:

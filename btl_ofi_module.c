@@ -324,6 +324,30 @@ static bool origin_completes_rma(const mca_btl_ofi_module_t *module)
            && cross_memory_attach_allowed();
 }
 
+/* Whether the job has ranks on other hosts: only then does a network
+ * provider carry our same-host peers too (a one-node job takes shm, or
+ * the provider the user asked for, whose own path then stays in use). */
+static bool job_spans_hosts(void)
+{
+    uint32_t job_size = mca_btl_ofi_compat_job_size();
+
+    return job_size > (uint32_t) opal_process_info.num_local_peers + 1;
+}
+
+/* btl_ofi_local_copy: shm copies by itself where it can (origin_rma). */
+static bool copies_local_peers(const mca_btl_ofi_module_t *module)
+{
+    int mode = mca_btl_ofi_component.local_copy;
+
+    if (0 == mode || 0 == strcmp(module->info->fabric_attr->prov_name, "shm")) {
+        return false;
+    }
+    if (mode < 0 && !job_spans_hosts()) {
+        return false;
+    }
+    return cross_memory_attach_allowed();
+}
+
 /* What was decided from the provider's fi_info, at verbose level 1. */
 static void report_plan(const mca_btl_ofi_module_t *module, const mca_btl_ofi_plan_t *plan)
 {
@@ -363,6 +387,7 @@ static void describe_module(mca_btl_ofi_module_t *module)
      * window, sends everything with fi_send */
     module->send_inject = module->use_inject && 0 != strcasecmp(prov, "sockets");
     module->origin_rma = origin_completes_rma(module);
+    module->local_copy = copies_local_peers(module);
     module->next_key = 1;
     module->num_rails = 1;
     module->rails[0] = module;
@@ -593,11 +618,12 @@ int mca_btl_ofi_module_open(mca_btl_ofi_module_t **module_out, struct fi_info *i
             return rc;
         }
     }
-    MCA_BTL_OFI_VERBOSE(1, "module %d on %s: %d context(s)%s, mr_mode 0x%x, inject %zu%s", index,
+    MCA_BTL_OFI_VERBOSE(1, "module %d on %s: %d context(s)%s, mr_mode 0x%x, inject %zu%s%s", index,
                         module->device_name, module->num_contexts,
                         module->is_scalable_ep ? " (scalable endpoint)" : "",
                         (unsigned) module->info->domain_attr->mr_mode, module->inject_size,
-                        module->origin_rma ? ", writes and reads complete at the origin" : "");
+                        module->origin_rma ? ", writes and reads complete at the origin" : "",
+                        module->local_copy ? ", same-host peers' puts and gets copied" : "");
     *module_out = module;
     return OPAL_SUCCESS;
 }

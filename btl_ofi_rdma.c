@@ -569,6 +569,42 @@ static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
     return OPAL_SUCCESS;
 }
 
+/* A same-host peer's put or get as one copy (btl_ofi_copy.c), complete on
+ * return: the callback runs here, as btl/sm's single-copy path does.
+ * false when the copy was not made; then the provider carries it.  A copy
+ * the kernel refuses (permissions, a peer gone, memory it cannot reach:
+ * device memory) sends every later operation to that peer through the
+ * provider, which reports any real error. */
+static bool copied_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, bool is_put,
+                       const rma_args_t *args, mca_btl_base_registration_handle_t *local_handle,
+                       uint64_t remote_address, mca_btl_base_rdma_completion_fn_t cbfunc,
+                       void *cbcontext, void *cbdata)
+{
+    uint32_t pid = endpoint->copy_pid;
+    int err;
+
+    if (0 == pid) {
+        return false;
+    }
+    err = mca_btl_ofi_copy_with((pid_t) pid, is_put, args->local, remote_address, args->size);
+    if (OPAL_UNLIKELY(0 != err)) {
+        endpoint->copy_pid = 0;
+        MCA_BTL_OFI_VERBOSE(1,
+                            "%s of %zu bytes to %s could not be copied (%s): its puts and "
+                            "gets go through the provider from now on",
+                            is_put ? "a put" : "a get", args->size,
+                            OPAL_NAME_PRINT(endpoint->proc->proc_name), strerror(err));
+        return false;
+    }
+    count_rma(module, is_put, args->size);
+    mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_LOCAL_COPY, 1);
+    if (NULL != cbfunc) {
+        cbfunc(&module->super, endpoint, args->local, local_handle, cbcontext, cbdata,
+               OPAL_SUCCESS);
+    }
+    return true;
+}
+
 /**
  * The part of a put or a get after its checks: a completion, the remote
  * address and key, one post, and the MPI_T counters.  @p args holds the
@@ -584,6 +620,10 @@ static int start_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpo
 
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return OPAL_ERR_BAD_PARAM; /* no registration for the target */
+    }
+    if (copied_rma(module, endpoint, is_put, args, local_handle, remote_address, cbfunc, cbcontext,
+                   cbdata)) {
+        return OPAL_SUCCESS;
     }
     if (module->num_rails > 1) {
         return start_on_rails(module, endpoint, is_put, args, local_handle, remote_handle,

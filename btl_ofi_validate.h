@@ -27,6 +27,8 @@
 
 #include <rdma/fabric.h>
 
+#include "btl_ofi_copy.h"
+
 #define MCA_BTL_OFI_MAX_MODULES_LIMIT  16  /**< hard bound of btl_ofi_max_nics */
 #define MCA_BTL_OFI_MAX_CONTEXTS_LIMIT 64  /**< hard bound of num_contexts_per_module */
 #define MCA_BTL_OFI_MAX_RAILS          8   /**< rails one module moves one-sided bytes on */
@@ -238,15 +240,16 @@ int mca_btl_ofi_widen_sockets_to(const struct sockaddr *peer, size_t peer_len, i
  * past the end.
  */
 #define MCA_BTL_OFI_MODEX_PROV_LEN 64
-#define MCA_BTL_OFI_MODEX_MAGIC    0x4f464932u /**< "OFI2": first word of the blob */
+#define MCA_BTL_OFI_MODEX_MAGIC    0x4f464933u /**< "OFI3": first word of the blob */
 
 typedef struct mca_btl_ofi_modex_hdr_t {
     uint32_t magic;                            /**< MCA_BTL_OFI_MODEX_MAGIC */
     uint32_t module_count;                     /**< names that follow */
     char provider[MCA_BTL_OFI_MODEX_PROV_LEN]; /**< the sender's provider, NUL-terminated */
-    uint32_t wake_ip4;  /**< IPv4 (network order) other nodes wake our thread at, or 0 */
-    uint16_t wake_port; /**< UDP port (host order) of that wake-up, 0 without a thread */
-    uint16_t reserved;  /**< zero */
+    uint32_t wake_ip4;          /**< IPv4 (network order) other nodes wake our thread at, or 0 */
+    uint16_t wake_port;         /**< UDP port (host order) of that wake-up, 0 without a thread */
+    uint16_t reserved;          /**< zero */
+    mca_btl_ofi_host_id_t host; /**< who may copy into our memory (btl_ofi_copy.h) */
 } mca_btl_ofi_modex_hdr_t;
 
 /**

@@ -229,7 +229,8 @@ ratio() {
 # Our own 8-byte rows (--osc)
 
 OSC_TESTS=(put_lat get_lat fop_lat)
-OSC_CONFIGS=(hosts-allocate shm-allocate shm4-allocate hosts-create shm-create shm4-create)
+OSC_CONFIGS=(hosts-allocate shm-allocate shm4-allocate hosts-create hostsnc-create shm-create
+    shm4-create)
 
 # osc_run CONFIG ROUND: one osc_bench launch, its log.
 # shellcheck disable=SC2054
@@ -237,6 +238,7 @@ osc_run() {
     local config=$1 log=$LOGDIR/osc-$1-$2.log launch
     case $config in
     hosts-*) launch=(--hosts 2 -np 4 --map-by node --mca btl ofi,self) ;;
+    hostsnc-*) launch=(--hosts 2 -np 4 --map-by node --mca btl ofi,self --mca btl_ofi_local_copy 0) ;;
     shm-*) launch=(-np 2 --mca btl ofi,self --mca btl_ofi_provider_include shm) ;;
     shm4-*) launch=(-np 4 --oversubscribe --mca btl ofi,self --mca btl_ofi_provider_include shm) ;;
     esac
@@ -255,11 +257,12 @@ osc_value() {
     done | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)], NR; else print "-", 0 }'
 }
 
-# osc_counters CONFIG: what our counters say the first round's put_lat did
-# through the BTL (put_count; 0: osc/rdma's shared-memory path).
+# osc_counters CONFIG [COUNTER]: what our counters say the first round's
+# put_lat did through the BTL (put_count by default; 0: osc/rdma's
+# shared-memory path).
 osc_counters() {
-    awk '$2 == "osc_bench" { cur = $3 } cur == "put_lat:" && /btl_ofi pvars/ {
-        for (i = 1; i <= NF; ++i) if ($i ~ /^put_count=/) { sub(/put_count=/, "", $i); print $i; exit } }' \
+    awk -v c="${2:-put_count}" '$2 == "osc_bench" { cur = $3 } cur == "put_lat:" && /btl_ofi pvars/ {
+        for (i = 1; i <= NF; ++i) if (index($i, c "=") == 1) { sub(/^[^=]*=/, "", $i); print $i; exit } }' \
         "$LOGDIR/osc-$1-1.log"
 }
 
@@ -276,21 +279,24 @@ osc_report() {
     echo "against one-node jobs on shm, np 2 (the target: within 1.5x) and np 4 (2 pairs);"
     echo "median of $rounds interleaved launches, us"
     echo
-    echo "| window | test | 2 hosts × 2 ranks, same-host pairs | one node, shm, np 2 | ratio | one node, shm, np 4 | ratio |"
-    echo "|--|--|--:|--:|--:|--:|--:|"
-    local flavour test h s s4
+    echo "| window | test | 2 hosts × 2 ranks, same-host pairs | the same, btl_ofi_local_copy 0 | one node, shm, np 2 | ratio | one node, shm, np 4 | ratio |"
+    echo "|--|--|--:|--:|--:|--:|--:|--:|"
+    local flavour test h nc s s4
     for flavour in allocate create; do
         for test in "${OSC_TESTS[@]}"; do
             read -r h _ <<<"$(osc_value "hosts-$flavour" "$test")"
+            nc=-
+            [ "$flavour" != create ] || read -r nc _ <<<"$(osc_value "hostsnc-$flavour" "$test")"
             read -r s _ <<<"$(osc_value "shm-$flavour" "$test")"
             read -r s4 _ <<<"$(osc_value "shm4-$flavour" "$test")"
-            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$flavour" "$test" "$h" \
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$flavour" "$test" "$h" "$nc" \
                 "$s" "$(quotient "$h" "$s")" "$s4" "$(quotient "$h" "$s4")"
         done
     done
     echo
     echo "BTL puts in put_lat's first 2-host launch: allocate $(osc_counters hosts-allocate)," \
-        "create $(osc_counters hosts-create) (0: osc/rdma's loads and stores on the shared segment)"
+        "create $(osc_counters hosts-create) (0: osc/rdma's loads and stores on the shared segment);" \
+        "of the create ones, copies to the same-host peer $(osc_counters hosts-create local_copy_count)"
 }
 
 # ------------------------------------------------------------------

@@ -27,20 +27,25 @@
  *           needs it)
  *
  * Output, from rank 0: one line
- *   TAX window=W serve=P ranks=R median_s=.. max_s=.. served=N
+ *   TAX window=W serve=P ranks=R median_s=.. max_s=.. served=N threads_ms=T
  * where the times are the computing ranks' and served counts the puts
- * that completed while rank 1 computed.  How fast one vCPU computes here
+ * that completed while rank 1 computed; T is the most CPU time, over the
+ * computing ranks, that a rank's other threads (a progress thread, ours or
+ * a provider's) ran while it computed: the thread's share without the
+ * launch-to-launch noise of the compute times.  How fast one vCPU computes here
  * depends on what the other does (up to 2 x), so -s is compared with -i,
  * never with both ranks computing.  Also each rank's btl/ofi
  * counters (PVARS lines) where btl/ofi is loaded.
  */
 
+#include <dirent.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +60,36 @@ static void die(const char *msg)
 {
     fprintf(stderr, "compute_tax: %s\n", msg);
     MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+/* Nanoseconds that this process's threads other than the caller have run
+ * (the first field of each task's schedstat); -1 without /proc. */
+static long long other_threads_ns(void)
+{
+    char path[64], self[24];
+    long long total = 0, ns;
+    struct dirent *e;
+    DIR *d = opendir("/proc/self/task");
+
+    if (NULL == d) {
+        return -1;
+    }
+    snprintf(self, sizeof(self), "%ld", (long) syscall(SYS_gettid));
+    while (NULL != (e = readdir(d))) {
+        FILE *f;
+        if ('.' == e->d_name[0] || 0 == strcmp(e->d_name, self)) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/self/task/%.32s/schedstat", e->d_name);
+        if (NULL != (f = fopen(path, "r"))) {
+            if (1 == fscanf(f, "%lld", &ns)) {
+                total += ns;
+            }
+            fclose(f);
+        }
+    }
+    closedir(d);
+    return total;
 }
 
 static void sleep_until(double when)
@@ -101,7 +136,8 @@ int main(int argc, char **argv)
 {
     int rank, size, opt, window = 0, multiple = 0, idle = 0, provided;
     long units = 4000, served = 0;
-    double period_us = 0.0, took, *all = NULL, sink;
+    double period_us = 0.0, took, *all = NULL, sink, threads_ms = -1.0, *all_threads = NULL;
+    long long threads_before;
     int64_t *mine = NULL;
     MPI_Win win = MPI_WIN_NULL;
 
@@ -151,8 +187,12 @@ int main(int argc, char **argv)
         served = attend(win, period_us, !idle);
         took = -1.0; /* not a computing rank */
     } else {
+        threads_before = other_threads_ns();
         sink = compute_work(units);
         took = now_s() - took;
+        if (threads_before >= 0) {
+            threads_ms = 1e-6 * (double) (other_threads_ns() - threads_before);
+        }
         if (sink == 42.0) {
             printf("(unlikely)\n");
         }
@@ -165,16 +205,19 @@ int main(int argc, char **argv)
 
     if (0 == rank) {
         all = malloc((size_t) size * sizeof(double));
+        all_threads = malloc((size_t) size * sizeof(double));
     }
     MPI_Gather(&took, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(&threads_ms, 1, MPI_DOUBLE, all_threads, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (0 == rank) {
-        double t[64], max = 0.0;
+        double t[64], max = 0.0, threads_max = 0.0;
         int n = 0;
 
         for (int r = 0; r < size && n < 64; ++r) {
             if (all[r] >= 0.0) {
                 t[n++] = all[r];
                 max = all[r] > max ? all[r] : max;
+                threads_max = all_threads[r] > threads_max ? all_threads[r] : threads_max;
             }
         }
         for (int i = 1; i < n; ++i) { /* insertion sort: a handful of ranks */
@@ -185,11 +228,13 @@ int main(int argc, char **argv)
             }
             t[j + 1] = v;
         }
-        printf("TAX window=%d serve=%.0f ranks=%d median_s=%.4f max_s=%.4f served=%ld\n", window,
-               idle ? 0.0 : period_us, n, n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), max,
-               served);
+        printf("TAX window=%d serve=%.0f ranks=%d median_s=%.4f max_s=%.4f served=%ld "
+               "threads_ms=%.3f\n",
+               window, idle ? 0.0 : period_us, n,
+               n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), max, served, threads_max);
         fflush(stdout);
         free(all);
+        free(all_threads);
     }
     if (window) {
         MPI_Win_unlock_all(win);

@@ -49,7 +49,7 @@ MODES = (("compute_tax", []),
          ("compute_tax_idle", ["-i"]),
          ("compute_tax_serve", ["-s", "100"]))
 TAX_RE = re.compile(r"^TAX window=\d+ serve=\S+ ranks=(\d+) median_s=(\S+) max_s=(\S+) "
-                    r"served=(\d+)")
+                    r"served=(\d+)(?: threads_ms=(\S+))?")
 PVARS_RE = re.compile(r"^PVARS rank=(\d+) .* look=(-?\d+) ")
 
 
@@ -89,7 +89,8 @@ def run_one(impl, mode_args, args):
     for line in out.splitlines():
         m = TAX_RE.match(line)
         if m:
-            result = {"median": float(m.group(2)), "served": int(m.group(4))}
+            result = {"median": float(m.group(2)), "served": int(m.group(4)),
+                      "threads_ms": float(m.group(5)) if m.group(5) else None}
         m = PVARS_RE.match(line)
         if m and int(m.group(2)) >= 0:
             looks.append(int(m.group(2)))
@@ -145,16 +146,16 @@ def main():
                     print("  round %d %s %s: %s" % (rnd + 1, mode, impl, why), flush=True)
                     continue
                 samples[(impl, mode)].append(res)
-                print("  round %d %s %s: %.4f s, served %d, looks %s"
-                      % (rnd + 1, mode, impl, res["median"], res["served"], res["looks"]),
-                      flush=True)
+                print("  round %d %s %s: %.4f s, served %d, looks %s, other threads %s ms"
+                      % (rnd + 1, mode, impl, res["median"], res["served"], res["looks"],
+                         res["threads_ms"]), flush=True)
     rows = report(impls, modes, samples, problems, skipped)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "compute_tax.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["benchmark", "impl", "median_s", "ratio_to_thread_off", "served",
-                        "looks_per_s", "n"])
+                        "looks_per_s", "threads_cpu_pct", "n"])
             w.writerows(rows)
     failed = [k for k in (("ours", m) for m, _ in modes) if not samples[k]]
     return 1 if failed else 0
@@ -163,8 +164,8 @@ def main():
 def report(impls, modes, samples, problems, skipped):
     rows = []
     print("\n| benchmark | implementation | compute (s) | / thread off | served | "
-          "thread looks/s |")
-    print("|---|---|---:|---:|---:|---:|")
+          "thread looks/s | other threads' CPU |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for mode, _ in modes:
         base_mode = "compute_tax_idle" if mode == "compute_tax_serve" else mode
         base = samples.get(("nothread", base_mode)) or []
@@ -172,19 +173,26 @@ def report(impls, modes, samples, problems, skipped):
         for impl in impls:
             got = samples[(impl, mode)]
             if not got:
-                print("| %s | %s | %s | | | |" % (mode, impl, problems.get((impl, mode), "n/a")))
+                print("| %s | %s | %s | | | | |" % (mode, impl, problems.get((impl, mode), "n/a")))
                 continue
             t = statistics.median(r["median"] for r in got)
             served = statistics.median(r["served"] for r in got)
             looks = [r["looks"] / r["median"] for r in got if r["looks"] is not None]
             rate = statistics.median(looks) if looks else None
+            # the threads' CPU time as a share of the computation: what the
+            # ratio measures, without the noise of the compute times
+            shares = [100.0 * r["threads_ms"] / 1000.0 / r["median"] for r in got
+                      if r["threads_ms"] is not None and r["threads_ms"] >= 0]
+            share = statistics.median(shares) if shares else None
             ratio = t / base_t if base_t else None
             rows.append([mode, impl, "%.4f" % t, "%.4f" % ratio if ratio else "",
-                         "%d" % served, "%.0f" % rate if rate is not None else "", len(got)])
-            print("| %s | %s | %.4f | %s | %s | %s |"
+                         "%d" % served, "%.0f" % rate if rate is not None else "",
+                         "%.3f" % share if share is not None else "", len(got)])
+            print("| %s | %s | %.4f | %s | %s | %s | %s |"
                   % (mode, impl, t, "%.3f" % ratio if ratio else "n/a",
                      "%d" % served if mode == "compute_tax_serve" else "",
-                     "%.0f" % rate if rate is not None else ""))
+                     "%.0f" % rate if rate is not None else "",
+                     "%.3f %%" % share if share is not None else ""))
     for impl, why in skipped.items():
         print("(%s: %s)" % (impl, why))
     return rows

@@ -68,7 +68,7 @@ UNIT_OPAL_TESTS := $(patsubst $(TESTS_DIR)/unit/opal/%.c,$(BUILD)/unit/%,\
     $(wildcard $(TESTS_DIR)/unit/opal/test_*.c))
 
 UNIT_OPAL_OBJECTS := $(BUILD)/obj/btl_ofi_context.o $(BUILD)/obj/btl_ofi_wake.o \
-    $(BUILD)/obj/btl_ofi_validate.o
+    $(BUILD)/obj/btl_ofi_validate.o $(BUILD)/obj/btl_ofi_copy.o
 
 $(UNIT_OPAL_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/opal/%.c $(UNIT_OPAL_OBJECTS) \
     $(COMPONENT_HEADERS) $(tests_mk)

@@ -36,20 +36,6 @@ static unsigned long pvar_now(const char *name)
     return v;
 }
 
-/* The node of every rank, as the world rank of its node's first rank. */
-static int *node_of_ranks(void)
-{
-    MPI_Comm local;
-    int leader = tc_rank;
-    int *nodes = tc_malloc((size_t) tc_size * sizeof(int));
-
-    TC_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
-    TC_MPI(MPI_Bcast(&leader, 1, MPI_INT, 0, local));
-    TC_MPI(MPI_Comm_free(&local));
-    TC_MPI(MPI_Allgather(&leader, 1, MPI_INT, nodes, 1, MPI_INT, MPI_COMM_WORLD));
-    return nodes;
-}
-
 /* The next rank after us, cyclically, that lives on another node; -1 when
  * every rank shares our node. */
 static int remote_peer(const int *nodes)
@@ -181,7 +167,7 @@ int main(int argc, char **argv)
     int *nodes, *targets, peer, num_nodes = 0;
 
     tc_init(&argc, &argv, "hosts_rma");
-    nodes = node_of_ranks();
+    nodes = tc_node_of_ranks();
     for (int r = 0; r < tc_size; ++r) {
         num_nodes += (nodes[r] == r);
     }

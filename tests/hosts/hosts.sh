@@ -540,17 +540,30 @@ if [ $rails_only = 0 ]; then
     # 2. three hosts, and two ranks per host
     if [ $quick = 0 ]; then
         for prov in "${providers[@]}"; do
-            run_suite 3 3 1 "$prov" rma_put_get rma_atomics rma_sync p2p_sizes p2p_many p2p_collectives
+            run_suite 3 3 1 "$prov" rma_put_get rma_atomics rma_sync p2p_sizes p2p_many p2p_collectives \
+                rma_busy_target rma_spin_lock
             hosts_rma 3 3 "$prov"
             # (not rma_accumulate: 2.5 minutes at np 4 on two cores)
-            run_suite 2 4 1 "$prov" rma_atomics p2p_mixed p2p_matching rma_flush_notify
+            # three origins on one computing target across hosts: every origin
+            # stalled for seconds in 6 of 48 launches with the 60 us gap
+            run_suite 2 4 1 "$prov" rma_atomics p2p_mixed p2p_matching rma_flush_notify \
+                rma_busy_target rma_spin_lock
             hosts_rma 2 4 "$prov"
+            # a same-host peer in a job across hosts: its puts and gets are
+            # copies by default (btl_ofi_local_copy -1), the provider's with 0
+            cur_np=4 cur_nics=1
+            run_mpi rma_local_copy 4 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 1
+            run_mpi rma_local_copy 4 2 1 "$prov" - --mca btl_ofi_local_copy 0 \
+                -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 0
         done
         # atomics contention from six ranks on three hosts: a minute per provider,
         # so on the first one only
         run_suite 3 6 1 "${providers[0]}" rma_atomics
     else
         hosts_rma 3 3 "${providers[0]}"
+        cur_np=4 cur_nics=1
+        run_mpi rma_local_copy 4 2 1 "${providers[0]}" - \
+            -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 1
     fi
 
     # 3. no provider include list: never shm across hosts

@@ -483,4 +483,19 @@ TC_UNUSED static inline MPI_Aint tc_disp(const tc_window_t *w, int rank, size_t 
     return w->base_disp[rank] + (MPI_Aint) offset;
 }
 
+/* Collective.  The node of every rank, as the world rank of its node's
+ * first rank (MPI_COMM_TYPE_SHARED); the caller frees it. */
+TC_UNUSED static int *tc_node_of_ranks(void)
+{
+    MPI_Comm local;
+    int leader = tc_rank;
+    int *nodes = tc_malloc((size_t) tc_size * sizeof(int));
+
+    TC_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
+    TC_MPI(MPI_Bcast(&leader, 1, MPI_INT, 0, local));
+    TC_MPI(MPI_Comm_free(&local));
+    TC_MPI(MPI_Allgather(&leader, 1, MPI_INT, nodes, 1, MPI_INT, MPI_COMM_WORLD));
+    return nodes;
+}
+
 #endif /* BTL_OFI_TESTS_MPI_COMMON_H */

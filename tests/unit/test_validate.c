@@ -6,6 +6,7 @@
  * clamping and modex parsing.
  */
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -564,6 +565,63 @@ static void test_modex_parse(void **state)
     assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "sockets", 0, &name, &len, &why), -1);
 }
 
+/* ---- same-host copies (btl_ofi_copy.c) ---- */
+
+static void test_host_id(void **state)
+{
+    const mca_btl_ofi_host_id_t *self = mca_btl_ofi_host_id_self();
+    mca_btl_ofi_host_id_t peer;
+    (void) state;
+
+    assert_int_equal(self->pid, (uint32_t) getpid());
+    assert_true(self->pid_ns != 0);
+    assert_int_equal(strlen(self->boot_id), 36); /* the kernel's UUID */
+    assert_ptr_equal(mca_btl_ofi_host_id_self(), self);
+
+    peer = *self;
+    peer.pid = 1;
+    assert_true(mca_btl_ofi_host_id_shared(self, &peer));
+    peer.pid_ns ^= 1; /* another PID namespace: its pid names someone else here */
+    assert_false(mca_btl_ofi_host_id_shared(self, &peer));
+    peer = *self;
+    peer.boot_id[0] = (char) (peer.boot_id[0] == 'a' ? 'b' : 'a'); /* another kernel */
+    assert_false(mca_btl_ofi_host_id_shared(self, &peer));
+    memset(&peer, 0, sizeof(peer)); /* a peer built before this field: zeros */
+    assert_false(mca_btl_ofi_host_id_shared(self, &peer));
+    peer = *self;
+    peer.pid = 0;
+    assert_false(mca_btl_ofi_host_id_shared(self, &peer));
+}
+
+static void test_copy_with(void **state)
+{
+    static char there[1 << 17];
+    static char here[1 << 17];
+    (void) state;
+
+    for (size_t i = 0; i < sizeof(here); ++i) {
+        here[i] = (char) (i * 7 + 1);
+    }
+    memset(there, 0, sizeof(there));
+    /* into "a peer" (ourselves, by pid): every byte, and only those */
+    assert_int_equal(mca_btl_ofi_copy_with(getpid(), true, here, (uint64_t) (uintptr_t) (there + 1),
+                                           sizeof(here) - 2),
+                     0);
+    assert_int_equal(there[0], 0);
+    assert_memory_equal(there + 1, here, sizeof(here) - 2);
+    assert_int_equal(there[sizeof(there) - 1], 0);
+    /* and back out of it */
+    memset(here, 0, sizeof(here));
+    assert_int_equal(mca_btl_ofi_copy_with(getpid(), false, here, (uint64_t) (uintptr_t) there, 8),
+                     0);
+    assert_memory_equal(here, there, 8);
+    assert_int_equal(mca_btl_ofi_copy_with(getpid(), true, here, 0, 0), 0);
+    /* the errors the component falls back on */
+    assert_int_equal(mca_btl_ofi_copy_with(getpid(), true, here, 8, 8), EFAULT);
+    assert_int_equal(mca_btl_ofi_copy_with(0x7ffffff0, true, here, (uint64_t) (uintptr_t) there, 8),
+                     ESRCH);
+}
+
 /* ---- wake-ups of a peer's progress thread ---- */
 
 static void test_wake_route(void **state)
@@ -828,6 +886,8 @@ int main(void)
         cmocka_unit_test(test_progress_mode),
         cmocka_unit_test(test_progress_thread),
         cmocka_unit_test(test_modex_parse),
+        cmocka_unit_test(test_host_id),
+        cmocka_unit_test(test_copy_with),
         cmocka_unit_test(test_wake_route),
         cmocka_unit_test(test_wake_due),
         cmocka_unit_test(test_look_after),
