@@ -198,6 +198,21 @@ struct mca_btl_base_endpoint_t {
      * cleared by whichever thread completes its operation) */
     opal_atomic_int32_t rails_up;
     uint32_t next_rail; /**< round-robin cursor of small operations; races are harmless */
+    /** when rail r began refusing every post to the peer, 0 while it takes
+     * them (btl_ofi_rdma.c; races only shift the time) */
+    int64_t refused_since[MCA_BTL_OFI_MAX_RAILS];
+    /** a lead with rails: its operations in flight to the peer on rail 0
+     * (atomics, and rail 0's share of puts and gets), when one was last
+     * posted, completed or probed for, where the last one went (the probe
+     * reads at most its size there) and whether a probe is in flight
+     * (btl_ofi_rdma.c: a rail 0 that goes silent) */
+    opal_atomic_int64_t rail0_out;
+    int64_t rail0_seen_ns;
+    uint64_t probe_raddr;
+    uint64_t probe_rkey;
+    size_t probe_size;
+    volatile bool probe_out;
+    bool rail0_lost; /**< rail 0 given up for the atomics (reported once) */
     /** the peer's pid where its puts and gets are copied (btl_ofi_copy.c),
      * 0 where they go through the provider; cleared for good by a copy
      * the kernel refused */
@@ -268,6 +283,7 @@ typedef struct mca_btl_ofi_comp_t {
     opal_atomic_int32_t chunks_left;   /**< a whole operation: chunks not completed */
     int stripe_status;                 /**< a whole operation: first error of a chunk */
     bool movable;                      /**< a put or get piece: may go again on another rail */
+    bool watched;                      /**< counted in its lead endpoint's rail0_out */
     bool is_put;                       /**< a piece: write (else read), to post it again */
     size_t size;                       /**< a chunk: bytes */
     uint64_t remote_address;           /**< a chunk: target address as osc/rdma gave it */
@@ -445,7 +461,11 @@ typedef struct mca_btl_ofi_module_t {
      * domains hold a copy of each of its registrations; 1 elsewhere */
     int num_rails;
     struct mca_btl_ofi_module_t *rails[MCA_BTL_OFI_MAX_RAILS];
-    bool lent;         /**< a rail of the lead: offers the layer above sends only */
+    bool lent; /**< a rail of the lead: offers the layer above sends only */
+    /** called by the stall watch (btl_ofi_context.c) each time a wake-up
+     * is due: the lead with rails probes a silent rail 0 (btl_ofi_rdma.c);
+     * NULL elsewhere */
+    void (*on_stall)(struct mca_btl_ofi_module_t *module, int64_t now);
     size_t stripe_min; /**< puts and gets from this size are split across rails; 0: never */
     /** what the layer above (ob1, through the bml) wants told of a peer
      * lost for good; NULL until it registers */
@@ -709,6 +729,20 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
                                          void *cbdata);
 /** Post through @p post with bounded EAGAIN retries; on failure @p comp is returned. */
 int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg);
+/** An atomic's post on a lead module with rails gave @p rc
+ * (OPAL_ERR_UNREACH before posting where rail 0 is out of service for
+ * the peer): what osc/rdma gets (btl_ofi_rdma.c). */
+/** Before posting an operation on rail 0 of a lead module with rails:
+ * counts it in flight to the peer, with where it goes (@p raddr, @p rkey,
+ * @p size) for a probe. */
+void mca_btl_ofi_rail0_watch(mca_btl_ofi_comp_t *comp, uint64_t raddr, uint64_t rkey, size_t size);
+/** Such an operation completed, or its post failed. */
+void mca_btl_ofi_rail0_unwatch(mca_btl_ofi_endpoint_t *endpoint);
+/** From the stall watch of a lead with rails: a peer whose operations on
+ * rail 0 have waited long without news gets a probe read there. */
+void mca_btl_ofi_probe_silent_rail0(mca_btl_ofi_module_t *module, int64_t now);
+int mca_btl_ofi_atomic_rail_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                                  int rc);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_atomics.c: probing, posting, target-applied atomics         */

@@ -494,6 +494,9 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return OPAL_ERR_BAD_PARAM;
     }
+    if (OPAL_UNLIKELY(module->num_rails > 1 && 0 == (endpoint->rails_up & 1))) {
+        return mca_btl_ofi_atomic_rail_check(module, endpoint, OPAL_ERR_UNREACH);
+    }
     comp = mca_btl_ofi_comp_get(module, endpoint, local_address, local_handle, cbfunc, cbcontext,
                                 cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
@@ -506,9 +509,18 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     args->raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
     args->rkey = remote_handle->rkey;
     args->address = remote_address;
+    if (OPAL_UNLIKELY(module->num_rails > 1)) {
+        mca_btl_ofi_rail0_watch(comp, args->raddr, args->rkey, mca_btl_ofi_datatype_size(args->dt));
+    }
     rc = mca_btl_ofi_post(comp, module->emulate_atomics ? post_emulated_atomic : post, args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
         mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_ATOMIC, 1);
+    }
+    if (OPAL_UNLIKELY(module->num_rails > 1)) {
+        if (OPAL_SUCCESS != rc) {
+            mca_btl_ofi_rail0_unwatch(endpoint);
+        }
+        rc = mca_btl_ofi_atomic_rail_check(module, endpoint, rc);
     }
     return rc;
 }

@@ -864,7 +864,8 @@ static const struct {
     [MCA_BTL_OFI_CNT_RETRY] = { "retry_count", "Posts refused with EAGAIN by the provider" },
     [MCA_BTL_OFI_CNT_ERROR] = { "error_count", "Operations completed with an error" },
     [MCA_BTL_OFI_CNT_REPOST] = { "repost_count",
-                                 "Operations posted again on another rail after theirs failed" },
+                                 "Operations posted again on another rail after theirs failed or "
+                                 "refused them" },
     [MCA_BTL_OFI_CNT_RAIL_DOWN] = { "rail_down_count",
                                     "Rails taken out of service for a peer after an error" },
     [MCA_BTL_OFI_CNT_LOCAL_COPY] = { "local_copy_count",

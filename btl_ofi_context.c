@@ -618,6 +618,9 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
     now = mca_btl_ofi_now_ns();
     if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {
         (void) mca_btl_ofi_endpoints_wake_waited(module);
+        if (NULL != module->on_stall) {
+            module->on_stall(module, now);
+        }
     }
 }
 

@@ -33,6 +33,13 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     for (int r = 1; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
         ep->rail_ep[r] = NULL;
     }
+    memset(ep->refused_since, 0, sizeof(ep->refused_since));
+    ep->rail0_out = 0;
+    ep->rail0_seen_ns = 0;
+    ep->probe_raddr = ep->probe_rkey = 0;
+    ep->probe_size = 0;
+    ep->probe_out = false;
+    ep->rail0_lost = false;
     ep->rails_up = 1;
     ep->next_rail = 0;
 }

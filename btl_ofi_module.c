@@ -392,6 +392,7 @@ static void describe_module(mca_btl_ofi_module_t *module)
     module->num_rails = 1;
     module->rails[0] = module;
     module->lent = false;
+    module->on_stall = NULL;
     module->stripe_min = 0;
 }
 
@@ -681,6 +682,7 @@ void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead)
     lead->stripe_min = (size_t) c->stripe_min;
     lead->super.btl_registration_handle_size = MCA_BTL_OFI_HANDLE_SIZE(lead->num_rails);
     if (lead->num_rails > 1) {
+        lead->on_stall = mca_btl_ofi_probe_silent_rail0;
         MCA_BTL_OFI_VERBOSE(1, "one-sided traffic of %s on %d rails, split from %zu bytes",
                             lead->device_name, lead->num_rails, lead->stripe_min);
     }
@@ -703,6 +705,7 @@ static void leave_rails(mca_btl_ofi_module_t *module)
             MCA_BTL_OFI_VERBOSE(1, "%s closes before %s: no more rails", module->device_name,
                                 lead->device_name);
             lead->num_rails = 1;
+            lead->on_stall = NULL;
             break;
         }
     }

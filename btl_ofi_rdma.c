@@ -101,6 +101,9 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     if (!may_call_up) {
         return false;
     }
+    if (OPAL_UNLIKELY(comp->watched)) {
+        mca_btl_ofi_rail0_unwatch(endpoint);
+    }
     if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && module->num_rails > 1) {
         if (comp->movable && take_over(comp, status)) {
             return true;
@@ -161,6 +164,7 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
     comp->rail = 0;
     comp->stripe = NULL;
     comp->movable = false;
+    comp->watched = false;
     comp->operands = (uint64_t *) comp->super.ptr;
     comp->operand_desc = (NULL != comp->super.registration)
                              ? ((mca_btl_ofi_reg_t *) comp->super.registration)->desc
@@ -333,47 +337,83 @@ static void *local_desc_on(mca_btl_base_registration_handle_t *handle, int rail)
         ->rail_desc[rail];
 }
 
+/** What one piece of a put or get (all of it, or a chunk of a striped
+ * one) needs to be posted, and posted again on another rail. */
+typedef struct {
+    bool is_put;
+    bool inject;
+    void *local;
+    size_t size;
+    mca_btl_base_registration_handle_t *local_handle;
+    mca_btl_base_registration_handle_t *remote_handle;
+    uint64_t remote_address;
+    mca_btl_ofi_comp_t *stripe; /**< the whole operation of a chunk, else NULL */
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext;
+    void *cbdata;
+} piece_t;
+
+/* The completion remembers the piece, so that a failure can move it. */
+static void comp_keep_piece(mca_btl_ofi_comp_t *comp, int r, const piece_t *p)
+{
+    comp->rail = r;
+    comp->movable = true;
+    comp->stripe = p->stripe;
+    comp->is_put = p->is_put;
+    comp->size = p->size;
+    comp->remote_handle = p->remote_handle;
+    comp->remote_address = p->remote_address;
+}
+
+static piece_t piece_of_comp(const mca_btl_ofi_comp_t *comp)
+{
+    return (piece_t){ .is_put = comp->is_put,
+                      .inject = false,
+                      .local = comp->local_address,
+                      .size = comp->size,
+                      .local_handle = comp->local_handle,
+                      .remote_handle = comp->remote_handle,
+                      .remote_address = comp->remote_address,
+                      .stripe = comp->stripe,
+                      .cbfunc = comp->cbfunc,
+                      .cbcontext = comp->cbcontext,
+                      .cbdata = comp->cbdata };
+}
+
 /*
- * One piece of a put or get (all of it, or a chunk of a striped one) on
- * rail @p r.  The completion object comes from the rail's context, so the
- * rail's progress reads its completion; it is counted outstanding on the
- * lead's endpoint (flush) and on the rail's (its stall watch).  It keeps
- * what posting it again on another rail needs.
+ * Piece @p p on rail @p r.  Its completion comes from the rail's context,
+ * so the rail's progress reads it; it is counted outstanding on the lead's
+ * endpoint (flush) and on the rail's (that module's stall watch).
  */
 static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
-                      bool is_put, void *local, size_t size, bool inject,
-                      mca_btl_base_registration_handle_t *local_handle,
-                      mca_btl_base_registration_handle_t *remote_handle, uint64_t remote_address,
-                      mca_btl_ofi_comp_t *stripe, mca_btl_base_rdma_completion_fn_t cbfunc,
-                      void *cbcontext, void *cbdata)
+                      const piece_t *p)
 {
     mca_btl_ofi_module_t *rail = module->rails[r];
-    rma_args_t args = { .local = local, .size = size, .inject = inject };
+    rma_args_t args = { .local = p->local, .size = p->size, .inject = p->inject };
     mca_btl_ofi_comp_t *comp;
     int rc;
 
-    comp = comp_get_on(module, mca_btl_ofi_thread_context(rail), endpoint, local, local_handle,
-                       cbfunc, cbcontext, cbdata);
+    comp = comp_get_on(module, mca_btl_ofi_thread_context(rail), endpoint, p->local,
+                       p->local_handle, p->cbfunc, p->cbcontext, p->cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     if (r > 0) {
-        comp->addr = endpoint->rail_ep[r]->addr;
         comp->rail_endpoint = endpoint->rail_ep[r];
+        comp->addr = comp->rail_endpoint->addr;
     }
-    comp->rail = r;
-    comp->stripe = stripe;
-    comp->movable = true;
-    comp->is_put = is_put;
-    comp->size = size;
-    comp->remote_address = remote_address;
-    comp->remote_handle = remote_handle;
-    args.desc = local_desc_on(local_handle, r);
-    args.raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
-    args.rkey = (0 == r) ? remote_handle->rkey : remote_handle->rail_keys[r - 1];
-    rc = mca_btl_ofi_post(comp, is_put ? post_write : post_read, &args);
+    comp_keep_piece(comp, r, p);
+    args.desc = local_desc_on(p->local_handle, r);
+    args.raddr = mca_btl_ofi_remote_addr(p->remote_handle, p->remote_address);
+    args.rkey = (0 == r) ? p->remote_handle->rkey : p->remote_handle->rail_keys[r - 1];
+    if (0 == r) {
+        mca_btl_ofi_rail0_watch(comp, args.raddr, args.rkey, p->size);
+    }
+    rc = mca_btl_ofi_post(comp, p->is_put ? post_write : post_read, &args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        count_rma(rail, is_put, size);
+        count_rma(rail, p->is_put, p->size);
+    } else if (0 == r) {
+        mca_btl_ofi_rail0_unwatch(endpoint);
     }
     return rc;
 }
@@ -454,67 +494,315 @@ static void rail_down(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
  * the layer above is told the peer is lost rather than the job going on
  * with a fetched value that may be wrong.
  */
-static void atomic_lost(mca_btl_ofi_comp_t *comp, int status)
+static void lose_atomic_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
+                             int status)
 {
-    mca_btl_ofi_module_t *module = comp->module;
-    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
     const char *peer = NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?";
 
-    rail_down(module, endpoint, comp->rail, status);
+    endpoint->rail0_lost = true; /* the stall watch has nothing left to find */
+    rail_down(module, endpoint, r, status);
     if (0 == endpoint->rails_up) {
         return; /* rail_down reported the peer lost */
     }
     opal_show_help("help-mpi-btl-ofi.txt", "atomic rail lost", true, opal_process_info.nodename,
-                   peer, opal_strerror(status), module->rails[comp->rail]->device_name);
+                   peer, opal_strerror(status), module->rails[r]->device_name);
     if (NULL != module->error_cb) {
         module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
                          "btl/ofi: an atomic to the peer failed on its NIC");
     }
 }
 
+static void atomic_lost(mca_btl_ofi_comp_t *comp, int status)
+{
+    lose_atomic_rail(comp->module, comp->endpoint, comp->rail, status);
+}
+
+/*
+ * How long a rail may refuse every post to a peer before it goes out of
+ * service for that peer.  Refusals are normally a full queue that
+ * progress drains within microseconds; but once the connection behind a
+ * rail broke, rxm answers "try again" to every post while each
+ * reconnection fails, and where nothing was in flight on that rail no
+ * completion ever reports the failure.
+ */
+#define BTL_OFI_RAIL_REFUSAL_NS (2 * 1000000000LL)
+
+/* Rail @p r refused a post to the peer: true once it has refused every
+ * post for BTL_OFI_RAIL_REFUSAL_NS. */
+static bool rail_refuses_for_good(mca_btl_ofi_endpoint_t *endpoint, int r)
+{
+    int64_t now = mca_btl_ofi_now_ns();
+
+    if (0 == endpoint->refused_since[r]) {
+        endpoint->refused_since[r] = now;
+        return false;
+    }
+    return now - endpoint->refused_since[r] >= BTL_OFI_RAIL_REFUSAL_NS;
+}
+
+/*
+ * Piece @p p on rail @p r, or on another rail in service where @p r does
+ * not take it: a rail whose post fails outright, or that has refused every
+ * post for BTL_OFI_RAIL_REFUSAL_NS while another serves the peer, goes out
+ * of service for the peer (the last one is only ever busy: a target that
+ * computes with its progress thread off stops taking data until it calls
+ * MPI again).
+ * With @p must_post the piece is tried on the rails in service until one
+ * takes it (a chunk whose siblings are in flight, a piece that failed: no
+ * one above could post it again); otherwise OPAL_ERR_OUT_OF_RESOURCE once
+ * each rail in service refused it, and osc/rdma tries again later.
+ * *@p moved tells whether it went on another rail than @p r.
+ */
+static int post_piece_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                               int r, const piece_t *p, bool must_post, bool *moved)
+{
+    int refusals = 0, first = r;
+
+    for (;;) {
+        int rc = post_piece(module, endpoint, r, p);
+
+        if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+            endpoint->refused_since[r] = 0;
+            *moved = (r != first);
+            return rc;
+        }
+        if (OPAL_ERR_OUT_OF_RESOURCE != rc) {
+            rail_down(module, endpoint, r, rc);
+        } else if (0 != (endpoint->rails_up & ~(1 << r)) && rail_refuses_for_good(endpoint, r)) {
+            rail_down(module, endpoint, r, OPAL_ERR_UNREACH);
+        } else if (!must_post && ++refusals >= module->num_rails) {
+            return rc;
+        }
+        r = next_rail_up(module, endpoint);
+        if (r < 0) {
+            return OPAL_ERR_UNREACH; /* rail_down reported the peer lost */
+        }
+    }
+}
+
 /*
  * A piece failed on its rail: the rail is out of service for this peer
- * from now on, and the piece goes again on a rail still in service (one
- * that refuses the post goes out too); the failed one is done with only
- * once its replacement is counted, so a flush never sees the peer idle in
- * between.  False when no rail is left: the caller reports the error.
+ * from now on, and the piece goes again on a rail still in service.  The
+ * failed one is done with only once its replacement is counted, so a
+ * flush never sees the peer idle in between.  False when no rail is left:
+ * the caller reports the error.
  */
 static bool take_over(mca_btl_ofi_comp_t *comp, int status)
 {
     mca_btl_ofi_module_t *module = comp->module;
     mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
-    int r = comp->rail;
+    piece_t piece = piece_of_comp(comp);
+    bool moved;
+    int r;
 
-    for (;;) {
-        int rc;
-
-        rail_down(module, endpoint, r, status);
-        r = next_rail_up(module, endpoint);
-        if (r < 0) {
-            return false;
-        }
-        rc = post_piece(module, endpoint, r, comp->is_put, comp->local_address, comp->size, false,
-                        comp->local_handle, comp->remote_handle, comp->remote_address, comp->stripe,
-                        comp->cbfunc, comp->cbcontext, comp->cbdata);
-        if (OPAL_SUCCESS == rc) {
-            break;
-        }
-        if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
-            return false; /* the rail is busy, not broken: the error stands */
-        }
-        status = rc;
+    rail_down(module, endpoint, comp->rail, status);
+    r = next_rail_up(module, endpoint);
+    if (r < 0 || OPAL_SUCCESS != post_piece_on_rails(module, endpoint, r, &piece, true, &moved)) {
+        return false;
     }
-    mca_btl_ofi_count(module->rails[r], MCA_BTL_OFI_CNT_REPOST, 1);
+    mca_btl_ofi_count(module->rails[comp->rail], MCA_BTL_OFI_CNT_REPOST, 1);
     endpoint_op_done(comp);
     comp_return(comp->context, comp);
     return true;
 }
 
 /*
+ * Atomics use the lead's rail 0 only, and one cannot go on another rail
+ * (atomic_lost).  So where rail 0 is out of service for the peer, or has
+ * refused every post to it for BTL_OFI_RAIL_REFUSAL_NS while another rail
+ * serves it (a broken connection: osc/rdma would otherwise try again for
+ * ever), the peer is lost to atomics, reported as for an atomic that
+ * failed.  @p rc is what posting the atomic gave; returns what osc/rdma
+ * gets.
+ */
+int mca_btl_ofi_atomic_rail_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                                  int rc)
+{
+    bool rail0_up = 0 != (endpoint->rails_up & 1), others_up = 0 != (endpoint->rails_up & ~1);
+
+    if (OPAL_SUCCESS == rc) {
+        endpoint->refused_since[0] = 0;
+        return rc;
+    }
+    if (rail0_up
+        && (OPAL_ERR_OUT_OF_RESOURCE != rc || !others_up || !rail_refuses_for_good(endpoint, 0))) {
+        return rc;
+    }
+    lose_atomic_rail(module, endpoint, 0, OPAL_ERR_UNREACH);
+    return OPAL_ERR_UNREACH;
+}
+
+/*
+ * A rail 0 that goes silent.  tcp;ofi_rxm 1.17 applies atomics in
+ * software and waits for the target's answer; when the connection behind
+ * rail 0 is reset after the request went out, neither side ever completes
+ * or fails it, nor, more rarely, a put or get piece (the hosts lane's
+ * rail_atomic_fail hung 2 runs in 5 on the atomic, and on a piece in 1 of
+ * 12 once the atomic was probed), and osc/rdma waits for it for ever.  So
+ * once a peer's operations on rail 0 have waited BTL_OFI_RAIL0_SILENCE_NS
+ * without any of them completing, the stall watch posts one read there of
+ * at most the last operation's size at its target: traffic on the
+ * connection, so a broken one fails the read (then atomic_lost ends the
+ * job with a message: rail 0 carries the atomics, which cannot move) or
+ * refuses it (mca_btl_ofi_atomic_rail_check); on a healthy rail to a
+ * target that merely computes it completes, and the next probe waits as
+ * long again.  The read changes nothing at the target.  Only rail 0 is
+ * watched: a piece lost on another rail cannot be handed back safely
+ * (docs/rails.md, "a rail that goes silent").
+ */
+#define BTL_OFI_RAIL0_SILENCE_NS (2 * 1000000000LL)
+
+void mca_btl_ofi_rail0_watch(mca_btl_ofi_comp_t *comp, uint64_t raddr, uint64_t rkey, size_t size)
+{
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+
+    comp->watched = true;
+    endpoint->probe_raddr = raddr;
+    endpoint->probe_rkey = rkey;
+    endpoint->probe_size = size < sizeof(uint64_t) ? size : sizeof(uint64_t);
+    if (0 == endpoint->rail0_out) {
+        endpoint->rail0_seen_ns = mca_btl_ofi_now_ns();
+    }
+    mca_btl_ofi_app_add64(&endpoint->rail0_out, 1);
+}
+
+void mca_btl_ofi_rail0_unwatch(mca_btl_ofi_endpoint_t *endpoint)
+{
+    mca_btl_ofi_app_add64(&endpoint->rail0_out, -1);
+    endpoint->rail0_seen_ns = mca_btl_ofi_now_ns();
+}
+
+static void probe_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                       void *local_address, mca_btl_base_registration_handle_t *local_handle,
+                       void *cbcontext, void *cbdata, int status)
+{
+    (void) btl;
+    (void) local_address;
+    (void) local_handle;
+    (void) cbcontext;
+    (void) cbdata;
+    (void) status; /* a failure was reported by atomic_lost already */
+    endpoint->probe_out = false;
+    endpoint->rail0_seen_ns = mca_btl_ofi_now_ns();
+}
+
+static void post_probe(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    mca_btl_ofi_comp_t *comp;
+    rma_args_t args = { .size = endpoint->probe_size };
+    int rc;
+
+    comp = comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, NULL, NULL, probe_done,
+                       NULL, NULL);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return;
+    }
+    args.local = &comp->operands[2];
+    args.desc = comp->operand_desc;
+    args.raddr = endpoint->probe_raddr;
+    args.rkey = endpoint->probe_rkey;
+    endpoint->probe_out = true;
+    endpoint->rail0_seen_ns = mca_btl_ofi_now_ns();
+    rc = mca_btl_ofi_post(comp, post_read, &args);
+    if (OPAL_SUCCESS != rc) {
+        endpoint->probe_out = false;
+        (void) mca_btl_ofi_atomic_rail_check(module, endpoint, rc);
+    } else {
+        MCA_BTL_OFI_VERBOSE(10,
+                            "operations to %s waited %lld ms on rail 0 without news: probing it",
+                            OPAL_NAME_PRINT(endpoint->proc->proc_name),
+                            (long long) (BTL_OFI_RAIL0_SILENCE_NS / 1000000));
+    }
+}
+
+/*
+ * A probe that is itself neither answered nor failed: seen on
+ * tcp;ofi_rxm 1.17 (1 run in 12 of rail_atomic_fail) on the side whose
+ * connection the reset left looking healthy.  A target whose progress
+ * thread is on answers a read within milliseconds even while it computes,
+ * so one unanswered for BTL_OFI_PROBE_WAIT_NS means the rail is gone; the
+ * wait is long because ranks that share CPUs have stalled for 25 s on a
+ * TCP zero window here.  Where the thread is off, a target that computes
+ * answers nothing until it calls MPI, which is legal: no verdict then.
+ */
+#define BTL_OFI_PROBE_WAIT_NS (60 * 1000000000LL)
+
+static bool probe_unanswered(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
+{
+    return endpoint->probe_out && now - endpoint->rail0_seen_ns >= BTL_OFI_PROBE_WAIT_NS
+           && MCA_BTL_OFI_PROGRESS_THREAD_OFF != mca_btl_ofi_component.progress_thread;
+}
+
+static bool silent_too_long(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
+{
+    return endpoint->rail0_out > 0 && now - endpoint->rail0_seen_ns >= BTL_OFI_RAIL0_SILENCE_NS;
+}
+
+/* What the stall watch does for a peer: nothing, probe rail 0, or give
+ * rail 0 up for lost: its probe went unanswered, or operations still wait
+ * on it although it failed (out of service) a while ago. */
+typedef enum { RAIL0_FINE, RAIL0_PROBE, RAIL0_LOST } rail0_verdict_t;
+
+static rail0_verdict_t rail0_verdict(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
+{
+    if (endpoint->rail0_lost || !silent_too_long(endpoint, now)) {
+        return RAIL0_FINE;
+    }
+    if (0 == (endpoint->rails_up & 1)) {
+        return RAIL0_LOST;
+    }
+    if (!endpoint->probe_out) {
+        return RAIL0_PROBE;
+    }
+    return probe_unanswered(endpoint, now) ? RAIL0_LOST : RAIL0_FINE;
+}
+
+void mca_btl_ofi_probe_silent_rail0(mca_btl_ofi_module_t *module, int64_t now)
+{
+    mca_btl_ofi_endpoint_t *endpoint, *silent = NULL;
+    rail0_verdict_t verdict = RAIL0_FINE;
+
+    /* as mca_btl_ofi_endpoints_wake_waited: a busy lock skips this round */
+    if (mca_btl_ofi_threaded() && 0 != opal_mutex_trylock(&module->lock)) {
+        return;
+    }
+    OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        verdict = rail0_verdict(endpoint, now);
+        if (RAIL0_FINE != verdict) {
+            silent = endpoint;
+            OBJ_RETAIN(silent);
+            break;
+        }
+    }
+    mca_btl_ofi_unlock(&module->lock);
+    if (NULL == silent) {
+        return;
+    }
+    /* outside the lock: a lost rail calls the layer above */
+    if (RAIL0_LOST == verdict) {
+        lose_atomic_rail(module, silent, 0, OPAL_ERR_TIMEOUT);
+    } else {
+        post_probe(module, silent);
+    }
+    OBJ_RELEASE(silent);
+}
+
+/* The counter of pieces that went on another rail than planned. */
+static void count_moved(mca_btl_ofi_module_t *module, int r, bool moved)
+{
+    if (OPAL_UNLIKELY(moved)) {
+        mca_btl_ofi_count(module->rails[r], MCA_BTL_OFI_CNT_REPOST, 1);
+    }
+}
+
+/*
  * A put or get of the lead module.  Below btl_ofi_stripe_min it goes
  * whole on the next rail in service; from it, one chunk per rail in
  * service (mca_btl_ofi_stripe_cut), posted at once under one whole
- * operation that calls back when the last chunk is in.
+ * operation that calls back when the last chunk is in.  Once a chunk is
+ * in flight the others must go somewhere: a rail that refuses one hands
+ * it to another (post_piece_on_rails), and only with no rail left does
+ * the operation end in error.
  */
 static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                           bool is_put, rma_args_t *args,
@@ -526,8 +814,19 @@ static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
     size_t offsets[MCA_BTL_OFI_MAX_RAILS], lengths[MCA_BTL_OFI_MAX_RAILS];
     int which[MCA_BTL_OFI_MAX_RAILS];
     int up = rails_up_count(module, endpoint, which);
+    piece_t piece = { .is_put = is_put,
+                      .inject = args->inject,
+                      .local = args->local,
+                      .size = args->size,
+                      .local_handle = local_handle,
+                      .remote_handle = remote_handle,
+                      .remote_address = remote_address,
+                      .cbfunc = cbfunc,
+                      .cbcontext = cbcontext,
+                      .cbdata = cbdata };
     mca_btl_ofi_comp_t *stripe;
-    int chunks, rc;
+    bool moved;
+    int chunks, rc, r;
 
     if (OPAL_UNLIKELY(0 == up)) {
         return OPAL_ERR_UNREACH;
@@ -535,11 +834,11 @@ static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
     chunks = mca_btl_ofi_stripe_cut(args->size, up, module->stripe_min, MCA_BTL_OFI_STRIPE_ALIGN,
                                     offsets, lengths);
     if (1 == chunks) {
-        int r = (1 == up) ? which[0] : next_rail_up(module, endpoint);
-
-        return post_piece(module, endpoint, r < 0 ? which[0] : r, is_put, args->local, args->size,
-                          args->inject, local_handle, remote_handle, remote_address, NULL, cbfunc,
-                          cbcontext, cbdata);
+        r = (1 == up) ? which[0] : next_rail_up(module, endpoint);
+        r = (r < 0) ? which[0] : r;
+        rc = post_piece_on_rails(module, endpoint, r, &piece, false, &moved);
+        count_moved(module, r, OPAL_SUCCESS == rc && moved);
+        return rc;
     }
     stripe = comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, args->local,
                          local_handle, cbfunc, cbcontext, cbdata);
@@ -550,20 +849,27 @@ static int start_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
      * completing early ends the operation */
     stripe->chunks_left = chunks + 1;
     stripe->stripe_status = OPAL_SUCCESS;
+    piece.inject = false;
+    piece.stripe = stripe;
+    piece.cbfunc = NULL;
+    piece.cbcontext = piece.cbdata = NULL;
     for (int i = 0; i < chunks; ++i) {
-        rc = post_piece(module, endpoint, which[i], is_put, (char *) args->local + offsets[i],
-                        lengths[i], false, local_handle, remote_handle, remote_address + offsets[i],
-                        stripe, NULL, NULL, NULL);
+        piece.local = (char *) args->local + offsets[i];
+        piece.size = lengths[i];
+        piece.remote_address = remote_address + offsets[i];
+        rc = post_piece_on_rails(module, endpoint, which[i], &piece, i > 0, &moved);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             if (0 == i) {
                 comp_return(stripe->context, stripe);
                 return rc; /* nothing in flight: osc/rdma may try again */
             }
-            /* the chunks in flight end the operation, with this error */
+            /* no rail left (the peer is reported lost): the chunks in
+             * flight end the operation, with this error */
             stripe->stripe_status = rc;
             (void) chunks_done(stripe, chunks - i);
             break;
         }
+        count_moved(module, which[i], moved);
     }
     stripe_chunk_done(stripe, OPAL_SUCCESS);
     return OPAL_SUCCESS;

@@ -36,8 +36,7 @@
 #             the atomics) reset under a loop with fetch-and-op: the job ends
 #             with the [atomic rail lost] error; 3 hosts with 3 NICs each,
 #             striped over 3 rails (first provider)
-# --rails: only the rails cases, and rail_atomic_fail, which the full lane
-# skips (it hangs 1 run in 3).
+# --rails: only the rails cases.
 # --quick: one run per suite test on 2 hosts, tcp;ofi_rxm only, plus the
 # hosts_rma, provider and nics checks.
 #
@@ -621,15 +620,7 @@ run_mpi rails 3 3 3 "${providers[0]}" check_rails_striped --mca btl_ofi_max_nics
     --mca btl_ofi_verbose 1 -- "$BTL_OFI_BUILD/hosts/hosts-rails" 3
 rail_failover "tcp;ofi_rxm"
 rail_all_fail "tcp;ofi_rxm"
-# 1 in 3 runs tcp;ofi_rxm neither completes nor fails an atomic posted to
-# the reset NIC and the job hangs (a silent rail: out of scope, see
-# docs/rails.md), so this case runs only with --rails
-if [ $rails_only = 1 ]; then
-    rail_atomic_fail "tcp;ofi_rxm"
-else
-    record SKIP "rail_atomic_fail np=2 hosts=2 tcp;ofi_rxm  nics=3  (hangs 1 run in 3 on" \
-        "tcp;ofi_rxm's silent failure; hosts.sh --rails runs it)"
-fi
+rail_atomic_fail "tcp;ofi_rxm"
 
 summary
 [ $n_fail = 0 ]
