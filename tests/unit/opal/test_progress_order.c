@@ -15,6 +15,9 @@
  * point (in the completion callback of what it read, which it runs without
  * the context lock) and let the application progress or poll the context
  * there; the layer above must still see the CQ's order.
+ *
+ * Also here, since it needs the same fakes: the stall watch calls the
+ * module's on_stall hook (the rails' check of a silent rail 0).
  */
 
 #include <pthread.h>
@@ -314,6 +317,49 @@ static void test_app_declines_then_takes(void **state)
     assert_delivered(in_cq_order, EVENTS);
 }
 
+static int stall_hook_calls;
+
+static void count_stall_hook(mca_btl_ofi_module_t *module, int64_t now)
+{
+    (void) now;
+    assert_ptr_equal(&fake.module, module);
+    ++stall_hook_calls;
+}
+
+/* Progress for about @p ms with nothing in the CQ: the stall watch's turn. */
+static void progress_idle_for(int ms)
+{
+    struct timespec start, now;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        (void) mca_btl_ofi_progress_module(&fake.module);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
+/* The lead with rails checks its silent rail 0 through module->on_stall
+ * (btl_ofi_rdma.c): the stall watch must call it once wake-ups are due,
+ * and only while operations are outstanding. */
+static void test_stall_watch_calls_hook(void **state)
+{
+    (void) state;
+    mca_btl_ofi_component.progress_wake_us = 100;
+    fake.module.on_stall = count_stall_hook;
+    stall_hook_calls = 0;
+
+    progress_idle_for(5);
+    assert_int_equal(0, stall_hook_calls); /* nothing outstanding */
+
+    fake.context.outstanding = 1;
+    (void) mca_btl_ofi_progress_module(&fake.module);
+    assert_int_equal(0, stall_hook_calls); /* the stall has just begun */
+    progress_idle_for(20);
+    assert_true(stall_hook_calls > 0);
+
+    fake.context.outstanding = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +367,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_poll_while_thread_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_thread_runs_own_completions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_app_declines_then_takes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stall_watch_calls_hook, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
