@@ -729,9 +729,6 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
                                          void *cbdata);
 /** Post through @p post with bounded EAGAIN retries; on failure @p comp is returned. */
 int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg);
-/** An atomic's post on a lead module with rails gave @p rc
- * (OPAL_ERR_UNREACH before posting where rail 0 is out of service for
- * the peer): what osc/rdma gets (btl_ofi_rdma.c). */
 /** Before posting an operation on rail 0 of a lead module with rails:
  * counts it in flight to the peer, with where it goes (@p raddr, @p rkey,
  * @p size) for a probe. */
@@ -741,6 +738,9 @@ void mca_btl_ofi_rail0_unwatch(mca_btl_ofi_endpoint_t *endpoint);
 /** From the stall watch of a lead with rails: a peer whose operations on
  * rail 0 have waited long without news gets a probe read there. */
 void mca_btl_ofi_probe_silent_rail0(mca_btl_ofi_module_t *module, int64_t now);
+/** An atomic's post on a lead module with rails gave @p rc
+ * (OPAL_ERR_UNREACH before posting where rail 0 is out of service for
+ * the peer): what osc/rdma gets (btl_ofi_rdma.c). */
 int mca_btl_ofi_atomic_rail_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                                   int rc);
 
