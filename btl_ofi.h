@@ -116,14 +116,15 @@ typedef enum {
     MCA_BTL_OFI_CNT_MR_DEREG,
     MCA_BTL_OFI_CNT_WAKE_SENT,
     MCA_BTL_OFI_CNT_WAKE_RECV,
-    MCA_BTL_OFI_CNT_LOOK,       /**< the progress thread's looks */
-    MCA_BTL_OFI_CNT_LOOK_TIMER, /**< looks its timer started */
-    MCA_BTL_OFI_CNT_LOOK_WOKEN, /**< looks a waiting origin's wake-up started */
-    MCA_BTL_OFI_CNT_STEP_IN,    /**< contexts it progressed for an absent application */
-    MCA_BTL_OFI_CNT_EXPOSE,     /**< times memory became exposed after none was */
-    MCA_BTL_OFI_CNT_REPOST,     /**< operations posted again on another rail */
-    MCA_BTL_OFI_CNT_RAIL_DOWN,  /**< rails taken out of service for a peer */
-    MCA_BTL_OFI_CNT_LOCAL_COPY, /**< puts and gets copied to a same-host peer */
+    MCA_BTL_OFI_CNT_LOOK,         /**< the progress thread's looks */
+    MCA_BTL_OFI_CNT_LOOK_TIMER,   /**< looks its timer started */
+    MCA_BTL_OFI_CNT_LOOK_WOKEN,   /**< looks a waiting origin's wake-up started */
+    MCA_BTL_OFI_CNT_STEP_IN,      /**< contexts it progressed for an absent application */
+    MCA_BTL_OFI_CNT_EXPOSE,       /**< times memory became exposed after none was */
+    MCA_BTL_OFI_CNT_REPOST,       /**< operations posted again on another rail */
+    MCA_BTL_OFI_CNT_RAIL_DOWN,    /**< rails taken out of service for a peer */
+    MCA_BTL_OFI_CNT_LOCAL_COPY,   /**< puts and gets copied to a same-host peer */
+    MCA_BTL_OFI_CNT_LOCAL_ATOMIC, /**< atomics to a same-host peer through the shm module */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -149,8 +150,10 @@ struct mca_btl_ofi_ctx_hdr_t;
 struct mca_btl_base_registration_handle_t {
     uint64_t rkey;      /**< remote key of the region on the module's own NIC (rail 0) */
     uint64_t base_addr; /**< base used for offset addressing (0 with FI_MR_VIRT_ADDR) */
-    /** keys of the same region on rails 1..num_rails-1; only those travel
-     * (btl_registration_handle_size), so a one-rail handle stays 16 bytes */
+    /** keys of the same region on rails 1..num_rails-1, then on the
+     * same-host module where there is one (slot num_rails-1); only those
+     * travel (btl_registration_handle_size), so a one-rail handle stays
+     * 16 bytes */
     uint64_t rail_keys[MCA_BTL_OFI_MAX_RAILS - 1];
 };
 
@@ -168,6 +171,7 @@ typedef struct mca_btl_ofi_reg_t {
     /** the same region on the owner's other rails ([0] unused) */
     struct fid_mr *rail_mr[MCA_BTL_OFI_MAX_RAILS];
     void *rail_desc[MCA_BTL_OFI_MAX_RAILS]; /**< their local descriptors ([0]: desc) */
+    struct fid_mr *same_host_mr;            /**< the same region on the owner's same-host module */
 } mca_btl_ofi_reg_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
 
@@ -217,6 +221,12 @@ struct mca_btl_base_endpoint_t {
      * 0 where they go through the provider; cleared for good by a copy
      * the kernel refused */
     volatile uint32_t copy_pid;
+    /** the runtime places the peer on our node and it shares our kernel
+     * and PID namespace (what it published says so) */
+    bool same_host;
+    /** the same peer on the lead's same-host module, which carries its
+     * atomics (retained); NULL where they go through this module */
+    struct mca_btl_base_endpoint_t *same_host_ep;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -462,6 +472,11 @@ typedef struct mca_btl_ofi_module_t {
     int num_rails;
     struct mca_btl_ofi_module_t *rails[MCA_BTL_OFI_MAX_RAILS];
     bool lent; /**< a rail of the lead: offers the layer above sends only */
+    /** the lead's shm module for same-host peers' atomics in a job across
+     * hosts (btl_ofi_local_atomics), NULL without; it offers the layer
+     * above nothing */
+    struct mca_btl_ofi_module_t *same_host;
+    bool serves_same_host; /**< this module is a lead's same_host */
     /** called by the stall watch (btl_ofi_context.c) each time a wake-up
      * is due: the lead with rails probes a silent rail 0 (btl_ofi_rdma.c);
      * NULL elsewhere */
@@ -492,6 +507,7 @@ typedef struct mca_btl_ofi_component_t {
     bool emulate_atomics;                 /**< btl_ofi_emulate_atomics */
     bool origin_rma;                      /**< btl_ofi_origin_rma */
     int local_copy;                       /**< btl_ofi_local_copy: -1 auto, 0 off, 1 on */
+    int local_atomics;                    /**< btl_ofi_local_atomics: -1 auto, 0 off, 1 on */
     bool disable_hmem;                    /**< do not ask for FI_HMEM */
     int max_nics;                         /**< at most this many modules */
     int rails;                            /**< btl_ofi_rails: lead's rails, 0: every module */
@@ -617,6 +633,9 @@ int mca_btl_ofi_module_open(mca_btl_ofi_module_t **module_out, struct fi_info *i
 int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl);
 /** Let @p lead (modules[0]) move one-sided bytes on the other modules' NICs. */
 void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead);
+/** Make @p shm (a module of the shm provider) carry @p lead's atomics to
+ * same-host peers; false, and nothing changed, where it cannot. */
+bool mca_btl_ofi_same_host_setup(mca_btl_ofi_module_t *lead, mca_btl_ofi_module_t *shm);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_endpoint.c: modex, address vector, peers                    */
@@ -727,6 +746,14 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
                                          mca_btl_base_registration_handle_t *local_handle,
                                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                                          void *cbdata);
+/** The same, for an operation of @p module (a lead) to a same-host peer
+ * posted on its same-host module: the completion reports @p module and
+ * @p endpoint to @p cbfunc. */
+mca_btl_ofi_comp_t *mca_btl_ofi_comp_get_same_host(mca_btl_ofi_module_t *module,
+                                                   mca_btl_ofi_endpoint_t *endpoint,
+                                                   void *local_address,
+                                                   mca_btl_base_rdma_completion_fn_t cbfunc,
+                                                   void *cbcontext, void *cbdata);
 /** Post through @p post with bounded EAGAIN retries; on failure @p comp is returned. */
 int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg);
 /** Before posting an operation on rail 0 of a lead module with rails:

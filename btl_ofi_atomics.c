@@ -423,7 +423,7 @@ static ssize_t post_atomic(mca_btl_ofi_comp_t *comp, void *arg)
         .msg_iov = &ioc,
         .desc = &comp->operand_desc,
         .iov_count = 1,
-        .addr = comp->endpoint->addr,
+        .addr = comp->addr,
         .rma_iov = &rma_ioc,
         .rma_iov_count = 1,
         .datatype = a->dt,
@@ -438,8 +438,8 @@ static ssize_t post_fetch_atomic(mca_btl_ofi_comp_t *comp, void *arg)
 {
     atomic_args_t *a = arg;
     return fi_fetch_atomic(comp->context->tx, comp->operands, 1, comp->operand_desc,
-                           comp->operands + 2, comp->operand_desc, comp->endpoint->addr, a->raddr,
-                           a->rkey, a->dt, a->op, &comp->ctx.fi_ctx);
+                           comp->operands + 2, comp->operand_desc, comp->addr, a->raddr, a->rkey,
+                           a->dt, a->op, &comp->ctx.fi_ctx);
 }
 
 static ssize_t post_compare_atomic(mca_btl_ofi_comp_t *comp, void *arg)
@@ -447,8 +447,8 @@ static ssize_t post_compare_atomic(mca_btl_ofi_comp_t *comp, void *arg)
     atomic_args_t *a = arg;
     return fi_compare_atomic(comp->context->tx, comp->operands, 1, comp->operand_desc,
                              comp->operands + 1, comp->operand_desc, comp->operands + 2,
-                             comp->operand_desc, comp->endpoint->addr, a->raddr, a->rkey, a->dt,
-                             a->op, &comp->ctx.fi_ctx);
+                             comp->operand_desc, comp->addr, a->raddr, a->rkey, a->dt, a->op,
+                             &comp->ctx.fi_ctx);
 }
 
 /* The target applies it (apply_at_target); a refusal for want of a
@@ -476,6 +476,51 @@ static inline void store_operand(uint64_t *slot, uint64_t value, enum fi_datatyp
     }
 }
 
+/* The operands in the completion object's payload, which the provider
+ * reads and writes after the call returns. */
+static void load_operands(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post,
+                          const atomic_args_t *args, const uint64_t operands[2])
+{
+    store_operand(comp->operands, operands[0], args->dt);
+    store_operand(comp->operands + 1, operands[1], args->dt);
+    comp->operands[2] = 0;
+    comp->result_size = (post_atomic == post) ? 0 : mca_btl_ofi_datatype_size(args->dt);
+}
+
+/*
+ * A same-host peer's atomic goes through the lead's shm module: shm and
+ * the network provider both have the target's CPU apply atomics with
+ * atomic instructions, so the two stay atomic with each other, and shm
+ * serves it without the network provider's loopback.  shm addresses the
+ * target's memory by virtual address, with the key of the region's copy
+ * on its domain.
+ */
+static int start_same_host_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                                  mca_btl_ofi_post_fn_t post, atomic_args_t *args,
+                                  const uint64_t operands[2], void *local_address,
+                                  mca_btl_base_registration_handle_t *remote_handle,
+                                  uint64_t remote_address, mca_btl_base_rdma_completion_fn_t cbfunc,
+                                  void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_comp_t *comp =
+        mca_btl_ofi_comp_get_same_host(module, endpoint, local_address, cbfunc, cbcontext, cbdata);
+    int rc;
+
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    load_operands(comp, post, args, operands);
+    args->raddr = remote_address;
+    args->rkey = remote_handle->rail_keys[module->num_rails - 1];
+    args->address = remote_address;
+    rc = mca_btl_ofi_post(comp, post, args);
+    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+        mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_ATOMIC, 1);
+        mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_LOCAL_ATOMIC, 1);
+    }
+    return rc;
+}
+
 static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                         mca_btl_ofi_post_fn_t post, atomic_args_t *args, const uint64_t operands[2],
                         void *local_address, mca_btl_base_registration_handle_t *local_handle,
@@ -494,6 +539,10 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return OPAL_ERR_BAD_PARAM;
     }
+    if (NULL != endpoint->same_host_ep && NULL != module->same_host) {
+        return start_same_host_atomic(module, endpoint, post, args, operands, local_address,
+                                      remote_handle, remote_address, cbfunc, cbcontext, cbdata);
+    }
     if (OPAL_UNLIKELY(module->num_rails > 1 && 0 == (endpoint->rails_up & 1))) {
         return mca_btl_ofi_atomic_rail_check(module, endpoint, OPAL_ERR_UNREACH);
     }
@@ -502,10 +551,7 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    store_operand(comp->operands, operands[0], args->dt);
-    store_operand(comp->operands + 1, operands[1], args->dt);
-    comp->operands[2] = 0;
-    comp->result_size = (post_atomic == post) ? 0 : mca_btl_ofi_datatype_size(args->dt);
+    load_operands(comp, post, args, operands);
     args->raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
     args->rkey = remote_handle->rkey;
     args->address = remote_address;

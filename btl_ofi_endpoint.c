@@ -42,6 +42,9 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->rail0_lost = false;
     ep->rails_up = 1;
     ep->next_rail = 0;
+    ep->copy_pid = 0;
+    ep->same_host = false;
+    ep->same_host_ep = NULL;
 }
 
 static void endpoint_destruct(mca_btl_ofi_endpoint_t *ep)
@@ -51,6 +54,10 @@ static void endpoint_destruct(mca_btl_ofi_endpoint_t *ep)
             OBJ_RELEASE(ep->rail_ep[r]);
             ep->rail_ep[r] = NULL;
         }
+    }
+    if (NULL != ep->same_host_ep) {
+        OBJ_RELEASE(ep->same_host_ep);
+        ep->same_host_ep = NULL;
     }
 }
 OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, endpoint_destruct);
@@ -182,6 +189,14 @@ static uint64_t name_key(opal_process_name_t name)
 
 static void show_unreachable(mca_btl_ofi_module_t *module, opal_proc_t *proc, const char *why)
 {
+    if (module->serves_same_host) {
+        /* the peer's atomics keep to the network provider: nothing lost */
+        MCA_BTL_OFI_VERBOSE(1,
+                            "%s: %s not reached through shm (%s); its atomics keep to the "
+                            "network provider",
+                            module->device_name, OPAL_NAME_PRINT(proc->proc_name), why);
+        return;
+    }
     opal_show_help("help-mpi-btl-ofi.txt", "peer unreachable", true, opal_process_info.nodename,
                    OPAL_NAME_PRINT(proc->proc_name), module->device_name, why);
 }
@@ -196,16 +211,17 @@ static void read_wake_address(mca_btl_ofi_endpoint_t *endpoint, const void *blob
                              OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags));
 }
 
-/* Whether the peer's puts and gets can be copied (btl_ofi_copy.c): the
- * module wants it, the runtime places the peer on this node, and what it
- * published says its pid names it here. */
+/* Whether the peer shares our host (the runtime places it on this node,
+ * and what it published says its pid names it here), and whether its puts
+ * and gets are then copied (btl_ofi_copy.c) as the module wants. */
 static void read_copy_peer(mca_btl_ofi_endpoint_t *endpoint, const void *blob)
 {
     const mca_btl_ofi_modex_hdr_t *hdr = blob;
 
+    endpoint->same_host = OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags)
+                          && mca_btl_ofi_host_id_shared(mca_btl_ofi_host_id_self(), &hdr->host);
     endpoint->copy_pid = 0;
-    if (endpoint->module->local_copy && OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags)
-        && mca_btl_ofi_host_id_shared(mca_btl_ofi_host_id_self(), &hdr->host)) {
+    if (endpoint->module->local_copy && endpoint->same_host) {
         endpoint->copy_pid = hdr->host.pid;
         MCA_BTL_OFI_VERBOSE(20, "%s: puts and gets copied to pid %u",
                             OPAL_NAME_PRINT(endpoint->proc->proc_name), endpoint->copy_pid);
@@ -348,6 +364,28 @@ static void attach_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *e
     }
 }
 
+/* A same-host peer of a lead with a same-host module learns its endpoint
+ * there, where its atomics go. */
+static void attach_same_host(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    mca_btl_ofi_module_t *shm = module->same_host;
+    mca_btl_ofi_endpoint_t *peer;
+    bool created;
+
+    if (!endpoint->same_host) {
+        return;
+    }
+    mca_btl_ofi_lock(&shm->lock);
+    peer = endpoint_of(shm, endpoint->proc, &created);
+    if (NULL != peer && peer->reachable) {
+        OBJ_RETAIN(peer);
+        endpoint->same_host_ep = peer;
+    }
+    mca_btl_ofi_unlock(&shm->lock);
+    MCA_BTL_OFI_VERBOSE(20, "%s: atomics %s", OPAL_NAME_PRINT(endpoint->proc->proc_name),
+                        NULL != endpoint->same_host_ep ? "through shm" : "through the network");
+}
+
 int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
                           mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
 {
@@ -373,6 +411,9 @@ int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
         }
         if (created && module->num_rails > 1) {
             attach_rails(module, endpoint);
+        }
+        if (created && NULL != module->same_host) {
+            attach_same_host(module, endpoint);
         }
         if (NULL != reachable) {
             (void) opal_bitmap_set_bit(reachable, (int) i);

@@ -117,6 +117,34 @@ static int register_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *re
     return OPAL_SUCCESS;
 }
 
+static void close_same_host_region(mca_btl_ofi_reg_t *reg)
+{
+    if (NULL != reg->same_host_mr) {
+        int rc = fi_close(&reg->same_host_mr->fid);
+
+        if (0 != rc) {
+            MCA_BTL_OFI_VERBOSE(1, "closing a region on shm failed: %s", fi_strerror(-rc));
+        }
+        reg->same_host_mr = NULL;
+    }
+}
+
+/* A same-host peer's atomics address the region through our shm module:
+ * its key there follows the rails' keys in the handle. */
+static int register_for_same_host(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg, void *base,
+                                  size_t size, uint64_t access)
+{
+    reg->same_host_mr = NULL;
+    if (NULL == module->same_host) {
+        return OPAL_SUCCESS;
+    }
+    if (OPAL_SUCCESS != make_region(module->same_host, base, size, access, &reg->same_host_mr)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    reg->handle.rail_keys[module->num_rails - 1] = fi_mr_key(reg->same_host_mr);
+    return OPAL_SUCCESS;
+}
+
 static int register_region(void *reg_data, void *base, size_t size,
                            mca_rcache_base_registration_t *rcache_reg)
 {
@@ -137,6 +165,12 @@ static int register_region(void *reg_data, void *base, size_t size,
         reg->mr = NULL;
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    if (OPAL_SUCCESS != register_for_same_host(module, reg, base, size, access)) {
+        close_rail_regions(reg, module->num_rails);
+        fi_close(&reg->mr->fid);
+        reg->mr = NULL;
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     mca_btl_ofi_regions_add(module, reg);
     mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_MR_REG, 1);
     return OPAL_SUCCESS;
@@ -153,6 +187,7 @@ static int deregister_region(void *reg_data, mca_rcache_base_registration_t *rca
         mca_btl_ofi_regions_remove((mca_btl_ofi_module_t *) reg_data, reg);
         mca_btl_ofi_count((mca_btl_ofi_module_t *) reg_data, MCA_BTL_OFI_CNT_MR_DEREG, 1);
         close_rail_regions(reg, ((mca_btl_ofi_module_t *) reg_data)->num_rails);
+        close_same_host_region(reg);
         rc = fi_close(&reg->mr->fid);
         reg->mr = NULL;
         if (0 != rc) {
@@ -379,7 +414,8 @@ static void describe_module(mca_btl_ofi_module_t *module)
     module->mr_local = plan.mr_local;
     module->bypass_cache = plan.bypass_mr_cache;
     module->provider_atomics = plan.provider_atomics;
-    module->two_sided = mca_btl_ofi_component.two_sided;
+    /* a same-host module is asked for RMA and atomics only */
+    module->two_sided = mca_btl_ofi_component.two_sided && 0 != (module->info->caps & FI_MSG);
     module->inject_size = module->info->tx_attr->inject_size;
     module->use_inject = !mca_btl_ofi_component.disable_inject && module->inject_size > 0;
     /* fi_inject sends report no completion, so they escape the send window
@@ -392,6 +428,8 @@ static void describe_module(mca_btl_ofi_module_t *module)
     module->num_rails = 1;
     module->rails[0] = module;
     module->lent = false;
+    module->same_host = NULL;
+    module->serves_same_host = false;
     module->on_stall = NULL;
     module->stripe_min = 0;
 }
@@ -688,6 +726,47 @@ void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead)
     }
 }
 
+/* Every atomic the lead offers must work on shm too: an operation that
+ * fell back to the network provider could overtake an earlier one to the
+ * same peer that went through shm. */
+static bool atomics_covered(const mca_btl_ofi_module_t *lead, const mca_btl_ofi_module_t *shm)
+{
+    for (int op = 0; op < MCA_BTL_OFI_ATOMIC_TABLE; ++op) {
+        if (0 != (lead->atomic_fetch_ok[op] & ~shm->atomic_fetch_ok[op])
+            || 0 != (lead->atomic_post_ok[op] & ~shm->atomic_post_ok[op])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool mca_btl_ofi_same_host_setup(mca_btl_ofi_module_t *lead, mca_btl_ofi_module_t *shm)
+{
+    const char *why = NULL;
+
+    if (!shm->virt_addr) {
+        why = "it does not address memory by virtual address";
+    } else if (shm->emulate_atomics || !atomics_covered(lead, shm)) {
+        why = "its atomics do not cover the network provider's";
+    } else if (lead->num_rails >= MCA_BTL_OFI_MAX_RAILS) {
+        why = "the registration handle has no room for its key";
+    }
+    if (NULL != why) {
+        MCA_BTL_OFI_VERBOSE(1, "same-host atomics stay on %s: shm is not usable (%s)",
+                            lead->device_name, why);
+        return false;
+    }
+    lead->same_host = shm;
+    lead->super.btl_registration_handle_size = MCA_BTL_OFI_HANDLE_SIZE(lead->num_rails + 1);
+    shm->serves_same_host = true;
+    shm->lent = true;
+    /* the layer above gets nothing from it: add_procs reaches no peer */
+    shm->super.btl_flags = 0;
+    shm->super.btl_atomic_flags = 0;
+    MCA_BTL_OFI_VERBOSE(1, "atomics to same-host peers go through shm (%s)", shm->device_name);
+    return true;
+}
+
 /* A rail going before its lead (Open MPI finalizes modules in the order
  * init gave them, the lead first, so only a failed start does this):
  * the lead stops using rails; copies of its regions on the rail's domain
@@ -698,6 +777,12 @@ static void leave_rails(mca_btl_ofi_module_t *module)
     mca_btl_ofi_module_t *lead = c->module_count > 0 ? c->modules[0] : NULL;
 
     if (NULL == lead || lead == module) {
+        return;
+    }
+    if (lead->same_host == module) {
+        MCA_BTL_OFI_VERBOSE(1, "%s closes before %s: same-host atomics through the network",
+                            module->device_name, lead->device_name);
+        lead->same_host = NULL;
         return;
     }
     for (int r = 1; r < lead->num_rails; ++r) {

@@ -86,6 +86,9 @@ static bool take_over(mca_btl_ofi_comp_t *comp, int status);
 static void stripe_chunk_done(mca_btl_ofi_comp_t *stripe, int status);
 static void atomic_lost(mca_btl_ofi_comp_t *comp, int status);
 
+/** comp->rail of an operation posted on the lead's same-host module */
+#define BTL_OFI_SAME_HOST_RAIL (-1)
+
 static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
 {
     mca_btl_ofi_comp_t *comp =
@@ -104,7 +107,8 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     if (OPAL_UNLIKELY(comp->watched)) {
         mca_btl_ofi_rail0_unwatch(endpoint);
     }
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && module->num_rails > 1) {
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)
+        && (module->num_rails > 1 || BTL_OFI_SAME_HOST_RAIL == comp->rail)) {
         if (comp->movable && take_over(comp, status)) {
             return true;
         }
@@ -186,6 +190,28 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
 {
     return comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, local_address,
                        local_handle, cbfunc, cbcontext, cbdata);
+}
+
+/* The payload and its descriptor come from the same-host module's
+ * context, so the provider finds them registered on its own domain; the
+ * operation counts as outstanding on both endpoints, so a flush of the
+ * lead's and the same-host module's stall watch both see it. */
+mca_btl_ofi_comp_t *mca_btl_ofi_comp_get_same_host(mca_btl_ofi_module_t *module,
+                                                   mca_btl_ofi_endpoint_t *endpoint,
+                                                   void *local_address,
+                                                   mca_btl_base_rdma_completion_fn_t cbfunc,
+                                                   void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_module_t *shm = module->same_host;
+    mca_btl_ofi_comp_t *comp = comp_get_on(module, mca_btl_ofi_thread_context(shm), endpoint,
+                                           local_address, NULL, cbfunc, cbcontext, cbdata);
+
+    if (OPAL_LIKELY(NULL != comp)) {
+        comp->addr = endpoint->same_host_ep->addr;
+        comp->rail_endpoint = endpoint->same_host_ep;
+        comp->rail = BTL_OFI_SAME_HOST_RAIL;
+    }
+    return comp;
 }
 
 /**
@@ -512,8 +538,28 @@ static void lose_atomic_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_
     }
 }
 
+/* Like a lost rail 0: osc/rdma would go on with a wrong fetched value. */
+static void same_host_atomic_lost(mca_btl_ofi_comp_t *comp, int status)
+{
+    mca_btl_ofi_module_t *module = comp->module;
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+
+    opal_show_help("help-mpi-btl-ofi.txt", "same-host atomic failed", true,
+                   opal_process_info.nodename,
+                   NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?",
+                   opal_strerror(status));
+    if (NULL != module->error_cb) {
+        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
+                         "btl/ofi: an atomic to a same-host peer failed");
+    }
+}
+
 static void atomic_lost(mca_btl_ofi_comp_t *comp, int status)
 {
+    if (BTL_OFI_SAME_HOST_RAIL == comp->rail) {
+        same_host_atomic_lost(comp, status);
+        return;
+    }
     lose_atomic_rail(comp->module, comp->endpoint, comp->rail, status);
 }
 
@@ -1006,25 +1052,38 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 /* ------------------------------------------------------------------ */
 /* Flush                                                               */
 
+static int64_t outstanding_on(const mca_btl_ofi_module_t *module)
+{
+    int64_t total = 0;
+
+    for (int i = 0; i < module->num_contexts; ++i) {
+        total += module->contexts[i].outstanding;
+    }
+    return total;
+}
+
 static int64_t module_outstanding(mca_btl_ofi_module_t *module)
 {
     int64_t total = 0;
 
     for (int r = 0; r < module->num_rails; ++r) {
-        mca_btl_ofi_module_t *rail = module->rails[r];
-
-        for (int i = 0; i < rail->num_contexts; ++i) {
-            total += rail->contexts[i].outstanding;
-        }
+        total += outstanding_on(module->rails[r]);
+    }
+    if (NULL != module->same_host) {
+        total += outstanding_on(module->same_host);
     }
     return total;
 }
 
-/* A flush covers every rail: the lead's operations complete on all. */
+/* A flush covers every rail and the same-host module: the lead's
+ * operations complete on all. */
 static void progress_rails(mca_btl_ofi_module_t *module)
 {
     for (int r = 0; r < module->num_rails; ++r) {
         (void) mca_btl_ofi_progress_module(module->rails[r]);
+    }
+    if (NULL != module->same_host) {
+        (void) mca_btl_ofi_progress_module(module->same_host);
     }
 }
 

@@ -549,11 +549,14 @@ if [ $rails_only = 0 ]; then
                 rma_busy_target rma_spin_lock
             hosts_rma 2 4 "$prov"
             # a same-host peer in a job across hosts: its puts and gets are
-            # copies by default (btl_ofi_local_copy -1), the provider's with 0
+            # copies by default (btl_ofi_local_copy -1), the provider's with
+            # 0; its atomics go through shm (btl_ofi_local_atomics -1), on
+            # the same counters as the other host's through the provider
             cur_np=4 cur_nics=1
-            run_mpi rma_local_copy 4 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 1
+            run_mpi rma_local_copy 4 2 1 "$prov" - \
+                -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 1 -a 1
             run_mpi rma_local_copy 4 2 1 "$prov" - --mca btl_ofi_local_copy 0 \
-                -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 0
+                --mca btl_ofi_local_atomics 0 -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 0 -a 0
         done
         # atomics contention from six ranks on three hosts: a minute per provider,
         # so on the first one only
@@ -562,7 +565,7 @@ if [ $rails_only = 0 ]; then
         hosts_rma 3 3 "${providers[0]}"
         cur_np=4 cur_nics=1
         run_mpi rma_local_copy 4 2 1 "${providers[0]}" - \
-            -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 1
+            -- "$BTL_OFI_BUILD/mpi/rma_local_copy" -c 1 -a 1
     fi
 
     # 3. no provider include list: never shm across hosts

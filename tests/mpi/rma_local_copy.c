@@ -13,12 +13,18 @@
  *      put_count and get_count grow;
  *   3. fetch-and-add from every rank to every rank's counter, interleaved
  *      with copied puts to the same-host peer's slots: the atomics go
- *      through the provider (atomic_count grows, no copy is counted for
- *      them), each value fetched is in range and the sum is exact.
+ *      through a provider (atomic_count grows, no copy is counted for
+ *      them), each value fetched is in range and the sum is exact.  With
+ *      -a 1 the same-host ranks' atomics go through the shm module
+ *      (btl_ofi_local_atomics) and the other hosts' through the network
+ *      provider, on the same counter: the exact sum shows the two atomic
+ *      with each other, and local_atomic_count covers at least every
+ *      fetch-and-add to another rank of this host and none to another host.
  *
- * Usage: rma_local_copy -c 1|0   (1: copies expected, as btl_ofi_local_copy
- * -1 across hosts or 1 anywhere gives; 0: none, as with 0, with -1 on one
- * node, or on shm).
+ * Usage: rma_local_copy -c 1|0 [-a 1|0]   (-c 1: copies expected, as
+ * btl_ofi_local_copy -1 across hosts or 1 anywhere gives; 0: none, as with
+ * 0, with -1 on one node, or on shm.  -a: same-host atomics through shm
+ * expected, or none; unchecked without it).
  * Phase 1 needs two ranks on a host, phase 2 two hosts; each is skipped,
  * and said so, when the layout lacks it.
  */
@@ -36,8 +42,11 @@ static const size_t sizes[] = {1, 8, 4096, 65536 + 3, MAX_BYTES};
 #define NUM_SIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 typedef struct {
-    unsigned long put, get, atomic, copy;
+    unsigned long put, get, atomic, copy, local_atomic;
 } counts_t;
+
+/* -a: 1 same-host atomics through shm expected, 0 none, -1 unchecked */
+static int local_atomics = -1;
 
 static unsigned long pvar_now(const char *name)
 {
@@ -49,7 +58,7 @@ static unsigned long pvar_now(const char *name)
 static counts_t counts_now(void)
 {
     counts_t c = {pvar_now("put_count"), pvar_now("get_count"), pvar_now("atomic_count"),
-                  pvar_now("local_copy_count")};
+                  pvar_now("local_copy_count"), pvar_now("local_atomic_count")};
     return c;
 }
 
@@ -57,7 +66,7 @@ static counts_t counts_since(counts_t before)
 {
     counts_t now = counts_now();
     counts_t d = {now.put - before.put, now.get - before.get, now.atomic - before.atomic,
-                  now.copy - before.copy};
+                  now.copy - before.copy, now.local_atomic - before.local_atomic};
     return d;
 }
 
@@ -158,8 +167,45 @@ static void peer_phase(tc_window_t *w, int peer, int phase, const char *what, bo
     free(peers);
 }
 
-/* Phase 3: atomics through the provider while copied puts go on. */
-static void atomics_beside_copies(tc_window_t *w, int local_peer, const char *fname)
+/* Ranks other than this one on its host (same) or on other hosts. */
+static int ranks_placed(const int *nodes, bool same)
+{
+    int n = 0;
+
+    for (int r = 0; r < tc_size; ++r) {
+        n += r != tc_rank && (nodes[r] == nodes[tc_rank]) == same;
+    }
+    return n;
+}
+
+/* Phase 3's atomics: all through a provider, and with -a which one. */
+static void check_atomic_paths(const char *fname, counts_t d, const int *nodes)
+{
+    unsigned long same = (unsigned long) ranks_placed(nodes, true) * FOP_ROUNDS;
+    unsigned long other = (unsigned long) ranks_placed(nodes, false) * FOP_ROUNDS;
+
+    TC_CHECK(d.atomic > 0, "%s: atomic_count did not grow", fname);
+    TC_CHECK(d.copy <= d.put + d.get, "%s: %lu copies for %lu puts and %lu gets: an atomic "
+                                      "was counted as a copy", fname, d.copy, d.put, d.get);
+    TC_CHECK(d.local_atomic <= d.atomic, "%s: %lu same-host atomics of %lu atomics", fname,
+             d.local_atomic, d.atomic);
+    if (1 == local_atomics) {
+        TC_CHECK(d.local_atomic >= same, "%s: %lu atomics through shm for %lu fetch-and-adds to "
+                                         "this host's other ranks", fname, d.local_atomic, same);
+        TC_CHECK(d.atomic - d.local_atomic >= other, "%s: %lu atomics through the network "
+                                                     "provider for %lu to other hosts' ranks",
+                 fname, d.atomic - d.local_atomic, other);
+    } else if (0 == local_atomics) {
+        TC_CHECK(0 == d.local_atomic, "%s: %lu atomics through shm where none was expected",
+                 fname, d.local_atomic);
+    }
+    tc_phase("%s: atomics %lu (%lu of them through shm) beside %lu copied puts", fname, d.atomic,
+             d.local_atomic, d.copy);
+}
+
+/* Phase 3: atomics through a provider while copied puts go on. */
+static void atomics_beside_copies(tc_window_t *w, int local_peer, const int *nodes,
+                                  const char *fname)
 {
     const size_t counter_off = (size_t) tc_size * SLOT_BYTES;
     uint64_t word = 0;
@@ -192,14 +238,7 @@ static void atomics_beside_copies(tc_window_t *w, int local_peer, const char *fn
     TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
     memcpy(&counter, w->base + counter_off, sizeof(counter));
     TC_CHECK_EQ_INT("fetch-and-add counter", (int64_t) tc_size * FOP_ROUNDS, counter);
-    {
-        counts_t d = counts_since(before);
-        TC_CHECK(d.atomic > 0, "%s: atomic_count did not grow", fname);
-        TC_CHECK(d.copy <= d.put + d.get, "%s: %lu copies for %lu puts and %lu gets: an atomic "
-                                          "was counted as a copy", fname, d.copy, d.put, d.get);
-        tc_phase("%s: atomics %lu through the provider beside %lu copied puts", fname, d.atomic,
-                 d.copy);
-    }
+    check_atomic_paths(fname, counts_since(before), nodes);
 }
 
 static void run_flavour(enum tc_flavour flavour, const int *nodes, bool copies)
@@ -216,7 +255,7 @@ static void run_flavour(enum tc_flavour flavour, const int *nodes, bool copies)
     snprintf(what, sizeof(what), "%s, peer %d on another host", fname, remote_peer);
     peer_phase(&w, remote_peer, 2, what, false);
 
-    atomics_beside_copies(&w, local_peer, fname);
+    atomics_beside_copies(&w, local_peer, nodes, fname);
     tc_window_close(&w);
 }
 
@@ -225,12 +264,15 @@ int main(int argc, char **argv)
     int *nodes, copies = -1, opt;
 
     tc_init(&argc, &argv, "rma_local_copy");
-    while ((opt = getopt(argc, argv, "c:")) != -1) {
+    while ((opt = getopt(argc, argv, "c:a:")) != -1) {
         if ('c' == opt) {
             copies = atoi(optarg);
+        } else if ('a' == opt) {
+            local_atomics = atoi(optarg);
         }
     }
-    TC_CHECK(0 == copies || 1 == copies, "usage: rma_local_copy -c 1|0");
+    TC_CHECK((0 == copies || 1 == copies) && local_atomics >= -1 && local_atomics <= 1,
+             "usage: rma_local_copy -c 1|0 [-a 1|0]");
     nodes = tc_node_of_ranks();
     for (int f = 0; f < TC_NUM_FLAVOURS && 1 >= (unsigned) copies; ++f) {
         if (TC_WIN_ALLOCATE != f) {
