@@ -321,18 +321,31 @@ job_files() {
 # code, with any BTL).
 OSC_RDMA_LEFT="Open MPI osc/rdma's window segment left by a rank killed inside MPI_Win_create (not ours; see docs/slurm.md)"
 
+# libfabric's shm removes its region (/dev/shm/PID:UID:INDEX:SUFFIX, the
+# module that carries same-host atomics in a job across nodes) when the
+# process ends or takes a signal it can catch; one killed with SIGKILL
+# cannot.  Only the region of the rank the test killed is excused.
+SHM_LEFT="libfabric shm's region of the rank killed with SIGKILL (see docs/slurm.md)"
+killed_pid=""
+
 # left_behind PIDDIR: job_files into left_other, except osc/rdma window
 # segments whose PID is one of the job's ranks (PIDDIR/rank.R), which go
-# into left_osc and are removed, so that the next cases start clean.
+# into left_osc, and the shm region of $killed_pid, into left_shm; both
+# are removed, so that the next cases start clean.
 left_behind() {
     local pids line
     pids=" $(cat "$1"/rank.* 2>/dev/null | tr '\n' ' ' || true) "
-    left_osc="" left_other=""
+    left_osc="" left_shm="" left_other=""
     while IFS= read -r line; do
         if [[ $line =~ ^slurmd\ ([0-9]+)\ (/dev/shm/osc_rdma\.[^/]*\.([0-9]+))$ ]] &&
             [[ $pids == *" ${BASH_REMATCH[3]} "* ]] &&
             nsenter -t "${BASH_REMATCH[1]}" -m rm -f "${BASH_REMATCH[2]}"; then
             left_osc+="${left_osc:+ }${BASH_REMATCH[2]}"
+        elif [[ $line =~ ^slurmd\ ([0-9]+)\ (/dev/shm/([0-9]+):[0-9]+:[0-9]+:[0-9a-f]+)$ ]] &&
+            [[ $pids == *" ${BASH_REMATCH[3]} "* ]] &&
+            [ "${BASH_REMATCH[3]}" = "$killed_pid" ] &&
+            nsenter -t "${BASH_REMATCH[1]}" -m rm -f "${BASH_REMATCH[2]}"; then
+            left_shm+="${left_shm:+ }${BASH_REMATCH[2]}"
         else
             left_other+="${left_other:+ }$line"
         fi
@@ -421,6 +434,7 @@ kill_rank_case() {
     fi
     sleep 2
     pid=$(cat "$dir/rank.1")
+    killed_pid=$pid
     kill -KILL "$pid"
     wait "$srun_pid" || rc=$?
     # (srun's own status for a task killed by a signal is 128 + the signal)
@@ -430,11 +444,11 @@ kill_rank_case() {
         record FAIL "$label  (still running: $(strays | tr '\n' ' '), log $log)"
     else
         left_behind "$dir"
-        echo "files: $left_other; osc/rdma segments (removed): $left_osc" >>"$log"
+        echo "files: $left_other; osc/rdma segments (removed): $left_osc; shm regions (removed): $left_shm" >>"$log"
         if [ -n "$left_other" ]; then
-            record FAIL "$label  (left behind: $left_other${left_osc:+ $left_osc})"
+            record FAIL "$label  (left behind: $left_other${left_osc:+ $left_osc}${left_shm:+ $left_shm})"
         else
-            record PASS "$label  (srun exit $rc${left_osc:+; $OSC_RDMA_LEFT: $left_osc})"
+            record PASS "$label  (srun exit $rc${left_osc:+; $OSC_RDMA_LEFT: $left_osc}${left_shm:+; $SHM_LEFT: $left_shm})"
         fi
     fi
 }
