@@ -162,7 +162,7 @@ void btl_ofi_pvars_print(FILE *out, int rank)
     fprintf(out,
             "PVARS rank=%d put=%ld get=%ld atomic=%ld send=%ld recv=%ld flush=%ld retry=%ld "
             "error=%ld mr_held=%ld wake_sent=%ld wake_recv=%ld look=%ld look_timer=%ld "
-            "look_woken=%ld step_in=%ld expose=%ld repost=%ld rail_down=%ld\n",
+            "look_woken=%ld step_in=%ld expose=%ld repost=%ld rail_down=%ld local_atomic=%ld\n",
             rank, btl_ofi_pvars_get("put_count"), btl_ofi_pvars_get("get_count"),
             btl_ofi_pvars_get("atomic_count"), btl_ofi_pvars_get("send_count"),
             btl_ofi_pvars_get("recv_count"), btl_ofi_pvars_get("flush_count"),
@@ -171,6 +171,7 @@ void btl_ofi_pvars_print(FILE *out, int rank)
             btl_ofi_pvars_get("wake_recv_count"), btl_ofi_pvars_get("look_count"),
             btl_ofi_pvars_get("look_timer_count"), btl_ofi_pvars_get("look_woken_count"),
             btl_ofi_pvars_get("step_in_count"), btl_ofi_pvars_get("expose_count"),
-            btl_ofi_pvars_get("repost_count"), btl_ofi_pvars_get("rail_down_count"));
+            btl_ofi_pvars_get("repost_count"), btl_ofi_pvars_get("rail_down_count"),
+            btl_ofi_pvars_get("local_atomic_count"));
     fflush(out);
 }

@@ -170,8 +170,10 @@ lane_exhaust() {
 #           error   the error must surface cleanly: an MPI error returned,
 #                   a clean job end, or completion after an upper layer's
 #                   retry; never a crash, a hang or an abort by us
-# Extra mpirun arguments go in FAULT_EXTRA (an array) before the program.
+# Extra mpirun arguments go in FAULT_EXTRA (an array) before the program;
+# FAULT_VIA_SHM_MODULE=1: the shm module must have carried atomics.
 FAULT_EXTRA=()
+FAULT_VIA_SHM_MODULE=0
 fault_case() {
     local name=$1 expect=$2 spec=$3 rank=$4 prov=$5 np=$6
     shift 6
@@ -198,6 +200,10 @@ fault_case() {
     fi
     if [ "$injected" = 0 ] && ! grep -a -q 'inject ' "$MPI_LOG"; then
         faults_report FAIL fault "$name" "nothing injected (call never made?) $details"
+        return
+    fi
+    if [ "$FAULT_VIA_SHM_MODULE" = 1 ] && [ "$(faults_sum "$MPI_LOG" PVARS local_atomic)" -le 0 ]; then
+        faults_report FAIL fault "$name" "no atomic went through the shm module (local_atomic 0) $details"
         return
     fi
     if faults_exact "$MPI_LOG" "$np"; then
@@ -287,6 +293,11 @@ lane_fault() {
     fault_case eagain/atomics exact 'atomic:2+:eagain,fetch_atomic:2+:eagain,compare_atomic:2+:eagain' all sockets 2 "${rma[@]}"
     fault_case eagain/put-burst exact 'write:100-400:eagain' all sockets 2 "${rma[@]}"
     fault_case eagain/put-rxm exact 'write:3+:eagain,fetch_atomic:3+:eagain' all "tcp;ofi_rxm" 2 "${rma[@]}"
+    # the same through the shm module for same-host atomics (forced on one
+    # node): its refusals are retried on its own context
+    FAULT_EXTRA=(--mca btl_ofi_local_atomics 1) FAULT_VIA_SHM_MODULE=1
+    fault_case eagain/atomics-shm-module exact 'atomic:2+:eagain,fetch_atomic:2+:eagain,compare_atomic:2+:eagain' all "tcp;ofi_rxm" 2 "${rma[@]}"
+    FAULT_EXTRA=() FAULT_VIA_SHM_MODULE=0
     fault_case eagain/send exact 'send:2+:eagain' all sockets 2 "${p2p[@]}"
     fault_case eagain/send-burst exact 'send:50-300:eagain' all sockets 2 "${p2p[@]}"
     fault_case eagain/rget-burst exact 'read:3-200:eagain' all sockets 2 "${big[@]}"
@@ -297,6 +308,9 @@ lane_fault() {
     fault_case eio/put error 'write:200:eio' 0 sockets 2 "${rma[@]}"
     fault_case eio/get error 'read:20:eio' 0 sockets 2 "${rma[@]}"
     fault_case eio/fetch-atomic error 'fetch_atomic:3:eio' 0 sockets 2 "${rma[@]}"
+    FAULT_EXTRA=(--mca btl_ofi_local_atomics 1) FAULT_VIA_SHM_MODULE=1
+    fault_case eio/fetch-atomic-shm-module error 'fetch_atomic:3:eio' 0 "tcp;ofi_rxm" 2 "${rma[@]}"
+    FAULT_EXTRA=() FAULT_VIA_SHM_MODULE=0
     fault_case eio/send error 'send:40:eio' 0 sockets 2 "${p2p[@]}"
     fault_case eio/rget error 'read:5:eio' 0 sockets 2 "${big[@]}"
     fault_case eio/put-rxm error 'write:200:eio' 0 "tcp;ofi_rxm" 2 "${rma[@]}"

@@ -140,6 +140,11 @@ lane_asan() {
     # lock home, stopped and joined; lock assertions are compiled in here
     asan_case tests-mpi/rma_busy_target ok shm "$MPI_TESTS/rma_busy_target" -s 1 -r 50
     asan_case tests-mpi/rma_spin_lock ok sockets "$MPI_TESTS/rma_spin_lock" -t 2 -n 20
+    # the shm module for same-host atomics (forced on one node): its open,
+    # the registrations' copies on its domain, its posts and its close
+    ASAN_EXTRA=(--mca btl_ofi_local_copy 1 --mca btl_ofi_local_atomics 1)
+    asan_case tests-mpi/rma_local_copy/shm-module ok "tcp;ofi_rxm" "$MPI_TESTS/rma_local_copy" -c 1 -a 1
+    ASAN_EXTRA=()
     # MPI_THREAD_MULTIPLE: windows and messages from 2 threads per rank
     asan_case soak-threads ok shm "$FAULTS_OUT/soak" -s 15 -t 2
     ASAN_EXTRA=(-x MALLOC_MMAP_THRESHOLD_=65536)
