@@ -742,7 +742,6 @@ static void open_same_host_module(const provider_filter_t *filter, bool threads)
         goto out;
     }
     if (!mca_btl_ofi_same_host_setup(c->modules[0], module)) {
-        c->modules[c->module_count++] = module; /* finalize takes it off the array */
         mca_btl_ofi_module_finalize(&module->super);
         goto out;
     }

@@ -82,18 +82,24 @@ static int make_region(mca_btl_ofi_module_t *module, void *base, size_t size, ui
     return OPAL_SUCCESS;
 }
 
+/* A copy of a registration on another module's domain (a rail's, or the
+ * same-host module's), if it was made. */
+static void close_region_copy(struct fid_mr **mr, const char *where)
+{
+    if (NULL != *mr) {
+        int rc = fi_close(&(*mr)->fid);
+
+        if (0 != rc) {
+            MCA_BTL_OFI_VERBOSE(1, "closing a region on %s failed: %s", where, fi_strerror(-rc));
+        }
+        *mr = NULL;
+    }
+}
+
 static void close_rail_regions(mca_btl_ofi_reg_t *reg, int rails)
 {
     for (int r = 1; r < rails; ++r) {
-        if (NULL != reg->rail_mr[r]) {
-            int rc = fi_close(&reg->rail_mr[r]->fid);
-
-            if (0 != rc) {
-                MCA_BTL_OFI_VERBOSE(1, "closing a region on rail %d failed: %s", r,
-                                    fi_strerror(-rc));
-            }
-            reg->rail_mr[r] = NULL;
-        }
+        close_region_copy(&reg->rail_mr[r], "a rail");
     }
 }
 
@@ -115,18 +121,6 @@ static int register_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *re
         reg->handle.rail_keys[r - 1] = fi_mr_key(reg->rail_mr[r]);
     }
     return OPAL_SUCCESS;
-}
-
-static void close_same_host_region(mca_btl_ofi_reg_t *reg)
-{
-    if (NULL != reg->same_host_mr) {
-        int rc = fi_close(&reg->same_host_mr->fid);
-
-        if (0 != rc) {
-            MCA_BTL_OFI_VERBOSE(1, "closing a region on shm failed: %s", fi_strerror(-rc));
-        }
-        reg->same_host_mr = NULL;
-    }
 }
 
 /* A same-host peer's atomics address the region through our shm module:
@@ -187,7 +181,7 @@ static int deregister_region(void *reg_data, mca_rcache_base_registration_t *rca
         mca_btl_ofi_regions_remove((mca_btl_ofi_module_t *) reg_data, reg);
         mca_btl_ofi_count((mca_btl_ofi_module_t *) reg_data, MCA_BTL_OFI_CNT_MR_DEREG, 1);
         close_rail_regions(reg, ((mca_btl_ofi_module_t *) reg_data)->num_rails);
-        close_same_host_region(reg);
+        close_region_copy(&reg->same_host_mr, "shm");
         rc = fi_close(&reg->mr->fid);
         reg->mr = NULL;
         if (0 != rc) {

@@ -195,6 +195,24 @@ expect_clamped_runs() {
     done
 }
 
+# expect_on_across_hosts NAME TEXT WHY: btl_ofi_NAME's -1 (the default)
+# acts only in a job that spans hosts, 1 also on one node: a one-node job
+# at verbose 1 does not print TEXT by default (WHY says why it must not)
+# and prints it with the parameter at 1.
+expect_on_across_hosts() {
+    local name=$1 text=$2 why=$3
+    run_job "$name default $PARAMS_PROVIDER" ofi --mca btl ofi,self \
+        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" --mca btl_ofi_verbose 1
+    expect_no_text "$text" "$why"
+    expect_pass
+
+    run_job "$name=1 $PARAMS_PROVIDER" ofi --mca btl ofi,self \
+        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" --mca "btl_ofi_$name" 1 \
+        --mca btl_ofi_verbose 1
+    expect_text "$text"
+    expect_pass
+}
+
 # look_threads_sched TAG AWK: for 20 s, every 0.2 s, the output of AWK run
 # on /proc/PID/task/TID/sched of each btl-ofi-look thread of the job whose
 # ranks carry BTL_OFI_JOB_TAG=TAG in their environment (rma_busy_target;

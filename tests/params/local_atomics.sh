@@ -13,17 +13,9 @@ require_smoke
 SHM_TEXT="atomics to same-host peers go through shm"
 expect_clamped_runs local_atomics -1 1 "4 1" "-3 -1"
 
-run_job "local_atomics default $PARAMS_PROVIDER" ofi --mca btl ofi,self \
-    --mca btl_ofi_provider_include "$PARAMS_PROVIDER" --mca btl_ofi_verbose 1
-expect_no_text "$SHM_TEXT" "a one-node job keeps the provider's path by default"
-expect_pass
-
 if fi_info -p shm -t FI_EP_RDM >/dev/null 2>&1; then
-    run_job "local_atomics=1 $PARAMS_PROVIDER" ofi --mca btl ofi,self \
-        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" --mca btl_ofi_local_atomics 1 \
-        --mca btl_ofi_verbose 1
-    expect_text "$SHM_TEXT"
-    expect_pass
+    expect_on_across_hosts local_atomics "$SHM_TEXT" \
+        "a one-node job keeps the provider's path by default"
 
     run_job "local_atomics=1 shm" ofi --mca btl ofi,self --mca btl_ofi_provider_include shm \
         --mca btl_ofi_local_atomics 1 --mca btl_ofi_verbose 10

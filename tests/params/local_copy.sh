@@ -13,16 +13,7 @@ require_smoke
 COPY_TEXT="same-host peers' puts and gets copied"
 expect_clamped_runs local_copy -1 1 "7 1" "-9 -1"
 
-run_job "local_copy default $PARAMS_PROVIDER" ofi --mca btl ofi,self \
-    --mca btl_ofi_provider_include "$PARAMS_PROVIDER" --mca btl_ofi_verbose 1
-expect_no_text "$COPY_TEXT" "a one-node job keeps the provider's path by default"
-expect_pass
-
-run_job "local_copy=1 $PARAMS_PROVIDER" ofi --mca btl ofi,self \
-    --mca btl_ofi_provider_include "$PARAMS_PROVIDER" --mca btl_ofi_local_copy 1 \
-    --mca btl_ofi_verbose 1
-expect_text "$COPY_TEXT"
-expect_pass
+expect_on_across_hosts local_copy "$COPY_TEXT" "a one-node job keeps the provider's path by default"
 
 if fi_info -p shm -t FI_EP_RDM >/dev/null 2>&1; then
     run_job "local_copy=1 shm" ofi --mca btl ofi,self --mca btl_ofi_provider_include shm \
