@@ -477,6 +477,9 @@ typedef struct mca_btl_ofi_module_t {
      * above nothing */
     struct mca_btl_ofi_module_t *same_host;
     bool serves_same_host; /**< this module is a lead's same_host */
+    /** passes in a row that left the network out while only same-host
+     * operations were awaited (btl_ofi_context.c); racy by design */
+    int network_skips;
     /** called by the stall watch (btl_ofi_context.c) each time a wake-up
      * is due: the lead with rails probes a silent rail 0 (btl_ofi_rdma.c);
      * NULL elsewhere */
@@ -700,6 +703,11 @@ void mca_btl_ofi_progress_thread_stop(void);
 void mca_btl_ofi_progress_expose(int delta);
 /** Progress every context of one module; returns the completions handed out. */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
+/**
+ * Whether this pass may leave the lead's network CQ out: the lead awaits
+ * nothing of its own and its same-host module does.
+ */
+bool mca_btl_ofi_network_pass_skipped(mca_btl_ofi_module_t *module);
 
 /** The calling thread's index, assigned at its first use of a context. */
 extern opal_thread_local int mca_btl_ofi_thread_index;

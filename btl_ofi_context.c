@@ -642,12 +642,38 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     return events;
 }
 
+/*
+ * On socket providers one poll of the network CQ is a system call over
+ * every connection (tcp: poll(), about 1 us), several times what a
+ * same-host atomic through shm costs in all, and an origin that awaits
+ * only same-host operations expects nothing from there.  Such passes leave
+ * the network out, but never more than NETWORK_SKIPS_MAX in a row: other
+ * hosts' operations aimed at this rank keep moving while it waits.  A
+ * rank that only serves (nothing of its own outstanding) polls every pass.
+ */
+#define NETWORK_SKIPS_MAX 16
+
+bool mca_btl_ofi_network_pass_skipped(mca_btl_ofi_module_t *module)
+{
+    if (OPAL_LIKELY(NULL == module->same_host) || module_has_outstanding(module)
+        || !module_has_outstanding(module->same_host)
+        || module->network_skips >= NETWORK_SKIPS_MAX) {
+        module->network_skips = 0;
+        return false;
+    }
+    ++module->network_skips;
+    return true;
+}
+
 int mca_btl_ofi_progress(void)
 {
     int events = 0;
 
     for (int m = 0; m < mca_btl_ofi_component.module_count; ++m) {
-        events += mca_btl_ofi_progress_module(mca_btl_ofi_component.modules[m]);
+        mca_btl_ofi_module_t *module = mca_btl_ofi_component.modules[m];
+        if (!mca_btl_ofi_network_pass_skipped(module)) {
+            events += mca_btl_ofi_progress_module(module);
+        }
     }
     return events;
 }

@@ -1080,6 +1080,9 @@ static int64_t module_outstanding(mca_btl_ofi_module_t *module)
 static void progress_rails(mca_btl_ofi_module_t *module)
 {
     for (int r = 0; r < module->num_rails; ++r) {
+        if (0 == r && mca_btl_ofi_network_pass_skipped(module)) {
+            continue;
+        }
         (void) mca_btl_ofi_progress_module(module->rails[r]);
     }
     if (NULL != module->same_host) {

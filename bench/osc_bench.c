@@ -29,6 +29,9 @@
  * window per origin, atomics all work on one counter.  A row is then the
  * mean of the origins' latencies, or the sum of their bandwidths or rates,
  * and a '# per-origin' line after it gives their min, mean and max.
+ * -p K: only the first K pairs time; the other ranks are bystanders that
+ * do no operation and wait for the pairs asleep, the way ranks on other
+ * hosts use cores of their own (simulated hosts share this machine's).
  *
  * stdout, per test: '#' header lines, one "size value" line per message
  * size, then a '#' line with how much btl/ofi's MPI_T counters grew during
@@ -90,7 +93,7 @@ static const struct test_desc tests[] = {
 #define BUSY_MAX_SECS 5.0
 /* measure_busy's answer when a target never saw the flag */
 #define BUSY_TARGET_CAPPED (-2.0)
-#define NUM_TESTS     (sizeof(tests) / sizeof(tests[0]))
+#define NUM_TESTS          (sizeof(tests) / sizeof(tests[0]))
 
 static const char *const flavour_names[] = { "create", "allocate", "dynamic" };
 
@@ -99,7 +102,8 @@ struct options {
     struct bench_sizes sizes;
     enum win_flavour flavour;
     enum bench_pattern pattern;
-    int window; /* operations per flush of the bandwidth and rate tests */
+    int window;      /* operations per flush of the bandwidth and rate tests */
+    int pairs_timed; /* -p: pairs that time, the others sleep (0: all) */
     struct bench_common_opts common;
 };
 
@@ -108,6 +112,7 @@ struct osc_state {
     const struct test_desc *t;
     struct bench_layout lay;
     int rank, peer;
+    bool bystander; /* -p: neither origin nor target, waits asleep */
     MPI_Win win;
     unsigned char *win_buf;    /* this rank's exposed memory */
     unsigned char *origin_buf; /* source of puts, destination of gets */
@@ -140,12 +145,38 @@ static bool many_to_one(const struct osc_state *st)
 
 static bool is_origin(const struct osc_state *st)
 {
-    return bench_layout_is_origin(&st->lay) || st->t->both_ranks_origin;
+    return !st->bystander && (bench_layout_is_origin(&st->lay) || st->t->both_ranks_origin);
 }
 
 static bool is_target(const struct osc_state *st)
 {
-    return !bench_layout_is_origin(&st->lay) || st->t->both_ranks_origin;
+    return !st->bystander && (!bench_layout_is_origin(&st->lay) || st->t->both_ranks_origin);
+}
+
+/* The barriers around the timed loops.  With -p every rank takes the
+ * nonblocking one (a blocking and a nonblocking barrier do not match),
+ * and a bystander polls it between sleeps so that the timing pairs have
+ * the cores; the pairs wait in MPI as before. */
+static void wait_for_all(const struct osc_state *st)
+{
+    MPI_Request req;
+    int done = 0;
+
+    if (st->opt->pairs_timed == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    if (!st->bystander) {
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        return;
+    }
+    for (;;) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        usleep(1000);
+    }
 }
 
 /* Many origins on one target: puts get a slot each and atomics share the
@@ -167,7 +198,7 @@ static void print_usage(FILE *f)
     fprintf(f,
             "usage: osc_bench -t TEST[,TEST...] [-m [MIN:]MAX | -m A,B,...]\n"
             "                 [-f create|allocate|dynamic] [-i ITERS] [-w WARMUP]\n"
-            "                 [-c CAP] [-q] [-T SECS] [-M] [-h]\n"
+            "                 [-c CAP] [-q] [-T SECS] [-M] [-p PAIRS] [-h]\n"
             "\n"
             "MPI one-sided benchmarks, OSU style.  2 ranks: 0 origin, 1 target; an\n"
             "even number N: pairs of rank i (origin) and i+N/2 (target), all at once.\n"
@@ -187,6 +218,9 @@ static void print_usage(FILE *f)
             "  -T SECS   abort the job after SECS seconds (default %d, 0 = never)\n"
             "  -M        many-to-one: ranks 1..N-1 all target rank 0 (put_lat get_lat\n"
             "            put_bw get_bw put_rate acc_lat gacc_lat fop_lat)\n"
+            "  -p PAIRS  only the first PAIRS pairs time; the other ranks do nothing\n"
+            "            and wait asleep, as ranks of other hosts would on cores of\n"
+            "            their own (pairs only)\n"
             "  -W OPS    operations per flush of put_bw, get_bw, put_bibw, put_rate\n"
             "            (default %d: large sizes over slow links take fewer)\n"
             "Rows with several origins: latency is the mean over them, bandwidth\n"
@@ -230,7 +264,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
     opt->pattern = BENCH_PAIRS;
     opt->window = BENCH_WINDOW;
 
-    while ((c = getopt(argc, argv, "t:m:f:i:w:c:qT:MW:h")) != -1) {
+    while ((c = getopt(argc, argv, "t:m:f:i:w:c:qT:Mp:W:h")) != -1) {
         if (bench_common_option(&opt->common, c, optarg, "osc_bench"))
             continue;
         switch (c) {
@@ -261,6 +295,13 @@ static int parse_options(int argc, char **argv, struct options *opt)
         case 'M':
             opt->pattern = BENCH_MANY_TO_ONE;
             break;
+        case 'p':
+            opt->pairs_timed = atoi(optarg);
+            if (opt->pairs_timed < 1) {
+                fprintf(stderr, "osc_bench: bad value for -p: %s\n", optarg);
+                return -1;
+            }
+            break;
         case 'W':
             opt->window = atoi(optarg);
             if (opt->window < 1) {
@@ -280,6 +321,10 @@ static int parse_options(int argc, char **argv, struct options *opt)
         any |= opt->selected[i];
     if (!any || optind != argc) {
         print_usage(stderr);
+        return -1;
+    }
+    if (opt->pairs_timed && opt->pattern == BENCH_MANY_TO_ONE) {
+        fprintf(stderr, "osc_bench: -p picks pairs; it does not go with -M\n");
         return -1;
     }
     for (size_t i = 0; i < NUM_TESTS && opt->pattern == BENCH_MANY_TO_ONE; i++) {
@@ -630,8 +675,7 @@ static int validate_size(struct osc_state *st, size_t size)
     return any_bad ? -1 : 0;
 }
 
-static double step_value(const struct test_desc *t, int window, size_t size, long done,
-                         double secs)
+static double step_value(const struct test_desc *t, int window, size_t size, long done, double secs)
 {
     if (secs <= 0)
         secs = 1e-9;
@@ -725,12 +769,12 @@ static double measure_busy(struct osc_state *st, size_t size, const struct bench
         memset(st->win_buf + flag_off, 0, sizeof(int64_t));
         unlock_self(st);
     }
-    MPI_Barrier(MPI_COMM_WORLD);
+    wait_for_all(st);
     if (is_origin(st))
         value = busy_origin(st, size, plan, flag_off);
-    else
+    else if (is_target(st))
         capped = !busy_compute(st, flag_off);
-    MPI_Barrier(MPI_COMM_WORLD);
+    wait_for_all(st);
     if (validate_size(st, size))
         return -1;
     MPI_Allreduce(&capped, &any_capped, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -768,7 +812,7 @@ static double measure_size(struct osc_state *st, size_t size)
     prepare_size(st, size);
     if (st->t->busy_target)
         return measure_busy(st, size, &plan, busy_flag_offset(st->win_len));
-    MPI_Barrier(MPI_COMM_WORLD);
+    wait_for_all(st);
 
     if (is_origin(st)) {
         double warm;
@@ -779,7 +823,7 @@ static double measure_size(struct osc_state *st, size_t size)
         value = done > 0 ? step_value(st->t, st->opt->window, size, done, secs) : 0;
     }
     /* The passive target spends the origin's whole epoch in here. */
-    MPI_Barrier(MPI_COMM_WORLD);
+    wait_for_all(st);
 
     /* put_bibw: each rank timed its own direction, and the sum that
      * run_test reports for bandwidth is what OSU's bidirectional tests
@@ -836,6 +880,9 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
         printf("# window=%s sync=lock_all %s%s\n", flavour_names[opt->flavour],
                bench_layout_words(&st->lay, words, sizeof(words)),
                opt->common.quick ? " quick" : "");
+        if (opt->pairs_timed && opt->pairs_timed < st->lay.nranks / 2)
+            printf("# pairs timed: %d of %d; the other ranks wait asleep\n", opt->pairs_timed,
+                   st->lay.nranks / 2);
         if (t->kind != BENCH_LATENCY && opt->window != BENCH_WINDOW)
             printf("# %d operations per flush (-W), not %d\n", opt->window, BENCH_WINDOW);
         if (several)
@@ -884,6 +931,21 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
     return status;
 }
 
+/* -p: pair i (rank i and rank i + N/2) times when i < pairs. */
+static int pick_timed_pairs(struct osc_state *st, int pairs)
+{
+    int half = st->lay.nranks / 2;
+
+    if (pairs > half) {
+        if (st->rank == 0)
+            fprintf(stderr, "osc_bench: -p %d: the job has %d pairs\n", pairs, half);
+        return -1;
+    }
+    st->bystander = st->rank % half >= pairs;
+    st->lay.origins = pairs;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct options opt;
@@ -901,6 +963,10 @@ int main(int argc, char **argv)
     bench_arm_watchdog(opt.common.timeout, "osc_bench");
     st.opt = &opt;
     st.peer = st.lay.peer;
+    if (opt.pairs_timed && pick_timed_pairs(&st, opt.pairs_timed)) {
+        MPI_Finalize();
+        return 2;
+    }
     st.bases = calloc((size_t) st.lay.nranks, sizeof(*st.bases));
     st.ops_by_rank = calloc((size_t) st.lay.nranks, sizeof(*st.ops_by_rank));
     if (!st.bases || !st.ops_by_rank) {

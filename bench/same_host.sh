@@ -4,16 +4,23 @@
 # accumulate latencies over MPI_Win_create windows (MPI_Win_allocate
 # reaches same-host peers through shared memory without a BTL), in four
 # configurations launched in turn, round after round:
-#   hosts          2 simulated hosts x 2 ranks (--map-by node: both pairs
-#                  same-host), tcp;ofi_rxm, the defaults (puts and gets
-#                  copied, atomics through the shm module)
+#   hosts          2 simulated hosts x 2 ranks (--map-by node: ranks 0 and
+#                  2 on the first host), tcp;ofi_rxm, the defaults (puts
+#                  and gets copied, atomics through the shm module); only
+#                  the pair 0-2 times (osc_bench -p 1) while the other
+#                  host's ranks wait asleep, as they would on cores of their
+#                  own: the simulated hosts share this machine's two
 #   hosts-noshm    the same with btl_ofi_local_atomics 0 (atomics through
 #                  tcp;ofi_rxm's loopback)
-#   node-np2       one node, shm, 2 ranks (one pair)
-#   node-np4       one node, shm, 4 ranks (two pairs, the same number of
-#                  processes on the cores as the hosts job)
-# Prints a Markdown table: the median of the rounds [lowest-highest], µs,
-# each round's value the mean over the job's origins.
+#   node-tcp-shm   one node, 2 ranks, tcp;ofi_rxm with copies and the shm
+#                  module forced (btl_ofi_local_copy 1, btl_ofi_local_atomics
+#                  1): the same paths as the
+#                  hosts pair without the second host, which tells what
+#                  polling the network costs apart from the hosts
+#   node-np2       one node, shm, 2 ranks: the issue's reference
+# Every configuration has two busy ranks on the two cores, so idle ranks
+# spin (mpi_yield_when_idle 0) as they do on one node.
+# Prints a Markdown table: the median of the rounds [lowest-highest], µs.
 #
 #   bash bench/same_host.sh [--rounds N] [--out DIR]
 set -euo pipefail
@@ -38,20 +45,30 @@ common=(--mca pml ob1 --mca btl ofi,self --mca osc rdma)
 exec 8>/run/lock/btlofi-hosts-lane.lock
 flock -w 900 8 || die "another lane holds the simulated hosts"
 
+# launch NAME ROUND MPIRUN-ARGS... [-- OSC_BENCH-ARGS...]
 launch() {
-    local name=$1 round=$2
+    local name=$1 round=$2 mpirun_args=() bench_args=()
     shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        mpirun_args+=("$1")
+        shift
+    done
+    [ $# -gt 0 ] && shift
+    bench_args=("$@")
     echo "round $round: $name" >&2
-    timeout 300 "$ROOT/contrib/mpirun" "$@" "${common[@]}" "$bench" "${tests[@]}" \
-        >"$out/$name-$round.txt" 2>&1 </dev/null || echo "  (exit $?, see $out/$name-$round.txt)" >&2
+    timeout 300 "$ROOT/contrib/mpirun" "${mpirun_args[@]}" "${common[@]}" "$bench" "${tests[@]}" \
+        "${bench_args[@]}" >"$out/$name-$round.txt" 2>&1 </dev/null ||
+        echo "  (exit $?, see $out/$name-$round.txt)" >&2
 }
 
+hosts=(--hosts 2 -np 4 --map-by node --mca mpi_yield_when_idle 0
+    --mca btl_ofi_provider_include 'tcp;ofi_rxm')
 for ((r = 1; r <= rounds; ++r)); do
-    launch hosts $r --hosts 2 -np 4 --map-by node --mca btl_ofi_provider_include 'tcp;ofi_rxm'
-    launch hosts-noshm $r --hosts 2 -np 4 --map-by node \
-        --mca btl_ofi_provider_include 'tcp;ofi_rxm' --mca btl_ofi_local_atomics 0
+    launch hosts $r "${hosts[@]}" -- -p 1
+    launch hosts-noshm $r "${hosts[@]}" --mca btl_ofi_local_atomics 0 -- -p 1
+    launch node-tcp-shm $r -np 2 --mca btl_ofi_provider_include 'tcp;ofi_rxm' \
+        --mca btl_ofi_local_atomics 1 --mca btl_ofi_local_copy 1
     launch node-np2 $r -np 2 --mca btl_ofi_provider_include shm
-    launch node-np4 $r -np 4 --oversubscribe --mca btl_ofi_provider_include shm
 done
 
 python3 - "$out" <<'PY'
@@ -59,7 +76,7 @@ import glob, os, re, statistics, sys
 
 out = sys.argv[1]
 tests = ["put_lat", "get_lat", "fop_lat", "cas_lat", "acc_lat"]
-order = ["hosts", "hosts-noshm", "node-np2", "node-np4"]
+order = ["hosts", "hosts-noshm", "node-tcp-shm", "node-np2"]
 values = {}
 for path in glob.glob(os.path.join(out, "*.txt")):
     config = re.sub(r"-\d+\.txt$", "", os.path.basename(path))
