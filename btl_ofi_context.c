@@ -655,10 +655,14 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
 
 bool mca_btl_ofi_network_pass_skipped(mca_btl_ofi_module_t *module)
 {
-    if (OPAL_LIKELY(NULL == module->same_host) || module_has_outstanding(module)
-        || !module_has_outstanding(module->same_host)
+    if (OPAL_LIKELY(NULL == module->same_host)) {
+        return false; /* no write: this runs on every pass of every thread */
+    }
+    if (module_has_outstanding(module) || !module_has_outstanding(module->same_host)
         || module->network_skips >= NETWORK_SKIPS_MAX) {
-        module->network_skips = 0;
+        if (0 != module->network_skips) {
+            module->network_skips = 0;
+        }
         return false;
     }
     ++module->network_skips;
