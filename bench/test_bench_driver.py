@@ -24,20 +24,20 @@ def window_lines(pid, btl, wid=3):
     """What one rank of Open MPI 5.0.7 prints for one window at
     osc_base_verbose 40 (a release build), with `btl` chosen, or the
     fall-back to active messages when btl is None."""
-    out = ["[vm:%d] creating osc/rdma window of flavor 1 with id %d" % (pid, wid)]
+    out = ["[HOST:%d] creating osc/rdma window of flavor 1 with id %d" % (pid, wid)]
     if btl:
-        out.append("[vm:%d] accelerated_query: selected btl: %s" % (pid, btl))
+        out.append("[HOST:%d] accelerated_query: selected btl: %s" % (pid, btl))
     else:
-        out += ["[vm:%d] accelerated_query: no suitable btls found" % pid,
-                "[vm:%d] could not find an accelerated btl. falling back on active-message "
+        out += ["[HOST:%d] accelerated_query: no suitable btls found" % pid,
+                "[HOST:%d] could not find an accelerated btl. falling back on active-message "
                 "BTLs" % pid,
-                "[vm:%d] found alternate btl sm" % pid]
-    out.append("[vm:%d] finished creating osc/rdma window with id %d" % (pid, wid))
+                "[HOST:%d] found alternate btl sm" % pid]
+    out.append("[HOST:%d] finished creating osc/rdma window with id %d" % (pid, wid))
     return out
 
 
 def err_of(*ranks):
-    lines = ["[vm:1] select: init of component ofi returned success"]
+    lines = ["[HOST:1] select: init of component ofi returned success"]
     for r in ranks:
         lines += r
     return "\n".join(lines) + "\n"
@@ -53,7 +53,7 @@ CASES = [
     ("one rank fell back to active messages",
      err_of(window_lines(1, "ofi"), window_lines(2, None)), True, True, True),
     ("the selection line never printed (verbosity 20, as before)",
-     err_of(["[vm:1] select: component rdma selected"]), True, True, True),
+     err_of(["[HOST:1] select: component rdma selected"]), True, True, True),
     ("a window without its line", err_of(window_lines(1, "ofi"), window_lines(2, "ofi"),
                                          window_lines(1, None)[:1]), True, True, True),
     ("a launch that died before any window", err_of(), False, False, False),
