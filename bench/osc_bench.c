@@ -887,7 +887,7 @@ static int run_test(struct osc_state *st, const struct test_desc *t)
             printf("# %d operations per flush (-W), not %d\n", opt->window, BENCH_WINDOW);
         if (several)
             bench_print_combination(
-                t->kind, t->both_ranks_origin ? st->lay.nranks : st->lay.origins, "origins");
+                t->kind, t->both_ranks_origin ? 2 * st->lay.origins : st->lay.origins, "origins");
         printf("%-10s%20s\n", "# Size", value_column(t));
         fflush(stdout);
     }
