@@ -68,7 +68,7 @@ int bench_parse_range(const char *s, size_t *min, size_t *max)
     return *min <= *max ? 0 : -1;
 }
 
-static long parse_count(const char *arg, const char *prog, char opt, long lowest)
+long bench_parse_count(const char *arg, const char *prog, char opt, long lowest)
 {
     char *end;
     long v;
@@ -86,10 +86,10 @@ bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg, 
 {
     switch (opt) {
     case 'i':
-        o->iters = parse_count(arg, prog, 'i', 1);
+        o->iters = bench_parse_count(arg, prog, 'i', 1);
         return true;
     case 'w':
-        o->warmup = parse_count(arg, prog, 'w', 0);
+        o->warmup = bench_parse_count(arg, prog, 'w', 0);
         return true;
     case 'c': {
         char *end;
@@ -104,7 +104,7 @@ bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg, 
         o->quick = true;
         return true;
     case 'T':
-        o->timeout = (int) parse_count(arg, prog, 'T', 0);
+        o->timeout = (int) bench_parse_count(arg, prog, 'T', 0);
         return true;
     default:
         return false;

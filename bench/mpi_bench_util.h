@@ -63,6 +63,10 @@ void bench_sizes_range(struct bench_sizes *out, size_t min, size_t max);
 
 size_t bench_sizes_max(const struct bench_sizes *s);
 
+/* The integer value of option -OPT, at least LOWEST; anything else
+ * (trailing characters included) says so on stderr and exits with 2. */
+long bench_parse_count(const char *arg, const char *prog, char opt, long lowest);
+
 /* Handles -i -w -c -q -T; returns true when it consumed the option. */
 bool bench_common_option(struct bench_common_opts *o, int opt, const char *arg, const char *prog);
 

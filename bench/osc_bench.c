@@ -296,18 +296,10 @@ static int parse_options(int argc, char **argv, struct options *opt)
             opt->pattern = BENCH_MANY_TO_ONE;
             break;
         case 'p':
-            opt->pairs_timed = atoi(optarg);
-            if (opt->pairs_timed < 1) {
-                fprintf(stderr, "osc_bench: bad value for -p: %s\n", optarg);
-                return -1;
-            }
+            opt->pairs_timed = (int) bench_parse_count(optarg, "osc_bench", 'p', 1);
             break;
         case 'W':
-            opt->window = atoi(optarg);
-            if (opt->window < 1) {
-                fprintf(stderr, "osc_bench: bad value for -W: %s\n", optarg);
-                return -1;
-            }
+            opt->window = (int) bench_parse_count(optarg, "osc_bench", 'W', 1);
             break;
         case 'h':
             print_usage(stdout);

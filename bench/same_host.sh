@@ -14,9 +14,8 @@
 #                  tcp;ofi_rxm's loopback)
 #   node-tcp-shm   one node, 2 ranks, tcp;ofi_rxm with copies and the shm
 #                  module forced (btl_ofi_local_copy 1, btl_ofi_local_atomics
-#                  1): the same paths as the
-#                  hosts pair without the second host, which tells what
-#                  polling the network costs apart from the hosts
+#                  1): the hosts pair's paths without the second host, which
+#                  tells what those paths cost apart from the hosts
 #   node-np2       one node, shm, 2 ranks: the reference
 # Every configuration has two busy ranks on the two cores, so idle ranks
 # spin (mpi_yield_when_idle 0) as they do on one node.
