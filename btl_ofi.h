@@ -125,6 +125,8 @@ typedef enum {
     MCA_BTL_OFI_CNT_RAIL_DOWN,    /**< rails taken out of service for a peer */
     MCA_BTL_OFI_CNT_LOCAL_COPY,   /**< puts and gets copied to a same-host peer */
     MCA_BTL_OFI_CNT_LOCAL_ATOMIC, /**< atomics to a same-host peer through the shm module */
+    MCA_BTL_OFI_CNT_LOOK_LATE, /**< looks that began btl_ofi_progress_nudge_us past their timer */
+    MCA_BTL_OFI_CNT_NUDGE,     /**< second timers that found the woken thread not yet run */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -522,6 +524,7 @@ typedef struct mca_btl_ofi_component_t {
     int progress_wake_us;     /**< wait without completions before waking the target's thread */
     int progress_gap_us;      /**< least time between two looks of the thread */
     int progress_slice_us;    /**< time slice the thread asks of the scheduler; 0: default */
+    int progress_nudge_us;    /**< a woken thread not run after this gets a second wake-up */
     int progress_rt_priority; /**< SCHED_RR priority of the thread; 0: the normal scheduler */
     int progress_sleep_us;    /**< the thread's period while nothing is aimed at us */
     int progress_linger_us;   /**< how long the thread stays awake after the last sign of traffic */

@@ -110,6 +110,12 @@ static int mca_btl_ofi_component_register(void)
                         "own slice ends; it takes no more time than before; 0: the kernel's "
                         "default (0..100000)",
                         &c->progress_slice_us, 100);
+    (void) register_int("progress_nudge_us",
+                        "How long after its timer the progress thread may wait to run before a "
+                        "second timer, on its CPU, makes the scheduler choose again, in "
+                        "microseconds: a woken thread the scheduler passes over otherwise "
+                        "waits for the next tick (up to 4 ms); 0: no second timer (0..1000000)",
+                        &c->progress_nudge_us, 200);
     (void) register_int("progress_rt_priority",
                         "Real-time priority (SCHED_RR) the progress thread asks for, where the "
                         "process may have one (root, CAP_SYS_NICE or a site's RLIMIT_RTPRIO): "
@@ -261,6 +267,7 @@ static int check_params(void)
     check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
     check_int_param("btl_ofi_progress_gap_us", &c->progress_gap_us, 0, 1000000);
     check_int_param("btl_ofi_progress_slice_us", &c->progress_slice_us, 0, 100000);
+    check_int_param("btl_ofi_progress_nudge_us", &c->progress_nudge_us, 0, 1000000);
     check_int_param("btl_ofi_progress_rt_priority", &c->progress_rt_priority, 0, 99);
     check_int_param("btl_ofi_progress_sleep_us", &c->progress_sleep_us, 10, 10000000);
     check_int_param("btl_ofi_progress_linger_us", &c->progress_linger_us, 0, 10000000);
@@ -972,6 +979,14 @@ static const struct {
     [MCA_BTL_OFI_CNT_EXPOSE] = { "expose_count",
                                  "Times memory became remotely accessible after none was (each "
                                  "starts or wakes the progress thread)" },
+    [MCA_BTL_OFI_CNT_LOOK_LATE] = { "look_late_count",
+                                    "Looks of our progress thread that began more than "
+                                    "btl_ofi_progress_nudge_us after its timer fired: the "
+                                    "scheduler passed the woken thread over" },
+    [MCA_BTL_OFI_CNT_NUDGE] = { "nudge_count",
+                                "Second timers (nudges) that found our progress thread woken "
+                                "and not yet run, each making the scheduler choose again on its "
+                                "CPU" },
 };
 
 static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)

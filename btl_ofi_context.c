@@ -51,9 +51,9 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -713,13 +713,185 @@ typedef enum {
 static struct {
     pthread_t thread;
     int kick_fd;                 /**< eventfd: exposure began, or stopping is set */
+    int timer_fd;                /**< timerfd: the thread's period */
     volatile bool stopping;      /**< set before the last kick */
     bool enabled;                /**< component init wants a thread */
     bool can_sleep;              /**< peers can wake it: the sleep period applies */
     bool running;                /**< created and not joined; under start_lock */
     opal_atomic_int64_t exposed; /**< registrations with remote access held */
     pthread_mutex_t start_lock;  /**< serialises creation against stop */
-} progress_thread = { .kick_fd = -1, .start_lock = PTHREAD_MUTEX_INITIALIZER };
+} progress_thread = { .kick_fd = -1, .timer_fd = -1, .start_lock = PTHREAD_MUTEX_INITIALIZER };
+
+/*
+ * The nudge.  Linux decides whether a woken thread preempts the running
+ * task when it wakes it, and not again until the next tick (4 ms at HZ
+ * 250) or the next wake-up on that CPU.  Traced here: when the thread's
+ * timer fires as its computing rank's time slice nears its end, the rank
+ * keeps the core and the thread waits for the tick, an operation 1-4 ms
+ * late each time.  Where the rank and its thread have a core to
+ * themselves that is rare (1 timed wake-up in 2 600 on one node); where
+ * the thread competes with another process's scheduling group (2
+ * simulated hosts on the same CPUs), 1-5 % of them.  A second timer,
+ * firing btl_ofi_progress_nudge_us after the thread's, wakes a helper
+ * bound to the thread's CPU: that wake-up makes the scheduler choose
+ * again, and by then the rank's slice is over.  The thread's own timer is
+ * a timerfd armed just before the helper's, so the helper's, later, never
+ * reprograms the CPU's timer: arming it costs a system call, about 1 us a
+ * wait here (ppoll's own timeout plus an early disarm cost 6).  The
+ * helper is not disarmed: a thread that ran in time has re-armed it for
+ * its next wait before it fires, or it finds the thread in a look and
+ * goes back to sleep.
+ */
+static struct {
+    pthread_t thread;
+    int timer_fd;            /**< -1: no helper (yet) */
+    int cpu;                 /**< the CPU the helper is bound to; -1: none yet */
+    bool unavailable;        /**< the helper could not start: never again */
+    volatile bool armed;     /**< the look thread waits on a timer, due at due_ns */
+    volatile int64_t due_ns; /**< CLOCK_MONOTONIC */
+} nudger = { .timer_fd = -1, .cpu = -1 };
+
+static void ask_short_slice(int slice_us);
+
+static inline int64_t nudge_ns(void)
+{
+    return (int64_t) mca_btl_ofi_component.progress_nudge_us * 1000;
+}
+
+/* Arms timerfd @p fd to fire at @p at_ns (CLOCK_MONOTONIC); 0 disarms it
+ * (and clears what fired). */
+static void arm_at(int fd, int64_t at_ns)
+{
+    struct itimerspec when = { .it_value = { .tv_sec = (time_t) (at_ns / 1000000000),
+                                             .tv_nsec = (long) (at_ns % 1000000000) } };
+
+    (void) timerfd_settime(fd, TFD_TIMER_ABSTIME, &when, NULL);
+}
+
+/* The helper's timer fired while the look thread waits.  Past the thread's
+ * own timer, the thread was woken and has not run: the scheduler may pass
+ * it over again, so nudge until it runs.  Before it (the thread armed its
+ * next wait as the timer fired), put that wait's nudge back. */
+static void nudge_again(void)
+{
+    int64_t now = mca_btl_ofi_now_ns(), due = nudger.due_ns;
+
+    if (now < due + nudge_ns()) {
+        arm_at(nudger.timer_fd, due + nudge_ns());
+        return;
+    }
+    mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_NUDGE, 1);
+    arm_at(nudger.timer_fd, now + nudge_ns());
+}
+
+static void *nudger_main(void *arg)
+{
+    uint64_t fired;
+
+    (void) arg;
+    (void) pthread_setname_np(pthread_self(), "btl-ofi-nudge");
+    ask_short_slice(mca_btl_ofi_component.progress_slice_us);
+    for (;;) {
+        ssize_t n = read(nudger.timer_fd, &fired, sizeof(fired));
+
+        if (progress_thread.stopping || (n < 0 && EINTR != errno)) {
+            break;
+        }
+        if (n == (ssize_t) sizeof(fired) && nudger.armed) {
+            nudge_again();
+        }
+    }
+    return NULL;
+}
+
+/* Started by the look thread's first timed wait; without it the thread
+ * runs as before. */
+static bool start_nudger(void)
+{
+    pthread_attr_t attr;
+    int rc;
+
+    if (nudger.timer_fd >= 0 || nudger.unavailable) {
+        return nudger.timer_fd >= 0;
+    }
+    nudger.unavailable = true;
+    nudger.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (nudger.timer_fd < 0) {
+        MCA_BTL_OFI_VERBOSE(1, "progress thread without nudges: timerfd_create failed: %s",
+                            strerror(errno));
+        return false;
+    }
+    nudger.cpu = -1;
+    pthread_attr_init(&attr);
+    (void) pthread_attr_setstacksize(&attr, 64 * 1024);
+    rc = pthread_create(&nudger.thread, &attr, nudger_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (0 != rc) {
+        MCA_BTL_OFI_VERBOSE(1, "progress thread without nudges: pthread_create failed: %s",
+                            strerror(rc));
+        close(nudger.timer_fd);
+        nudger.timer_fd = -1;
+        return false;
+    }
+    nudger.unavailable = false;
+    return true;
+}
+
+/* After the look thread is joined: nothing arms the timer any more. */
+static void stop_nudger(void)
+{
+    if (nudger.timer_fd < 0) {
+        nudger.unavailable = false;
+        return;
+    }
+    progress_thread.stopping = true;
+    arm_at(nudger.timer_fd, 1);
+    pthread_join(nudger.thread, NULL);
+    close(nudger.timer_fd);
+    nudger.timer_fd = -1;
+}
+
+/* The helper's wake-up must land on the CPU where the thread waits. */
+static void bind_nudger_here(void)
+{
+    int cpu = sched_getcpu();
+    cpu_set_t here;
+
+    if (cpu < 0 || cpu == nudger.cpu || cpu >= CPU_SETSIZE) {
+        return;
+    }
+    CPU_ZERO(&here);
+    CPU_SET(cpu, &here);
+    if (0 == pthread_setaffinity_np(nudger.thread, sizeof(here), &here)) {
+        nudger.cpu = cpu;
+    }
+}
+
+/* Waits until one of @p fds is readable, the thread's timer (one of them
+ * when @p timeout_us >= 0) armed to fire @p timeout_us from now; -1: no
+ * timer.  Returns ppoll's answer. */
+static int wait_with_timer(struct pollfd *fds, nfds_t nfds, int timeout_us)
+{
+    bool nudge = timeout_us >= 0 && nudge_ns() > 0 && start_nudger();
+    int64_t due = timeout_us < 0 ? 0 : mca_btl_ofi_now_ns() + (int64_t) timeout_us * 1000;
+    int rc;
+
+    arm_at(progress_thread.timer_fd, due);
+    if (nudge) {
+        bind_nudger_here();
+        nudger.due_ns = due;
+        nudger.armed = true;
+        arm_at(nudger.timer_fd, due + nudge_ns());
+    }
+    rc = ppoll(fds, nfds, NULL, NULL);
+    if (nudge) {
+        nudger.armed = false;
+        if (mca_btl_ofi_now_ns() > due + nudge_ns()) {
+            mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_LOOK_LATE, 1);
+        }
+    }
+    return rc;
+}
 
 /* A context the application did not progress since the last look gets
  * the thread's progress; returns the completions that took, -1 when the
@@ -785,34 +957,25 @@ static void drain_kicks(void)
     }
 }
 
-/* Waits up to @p timeout_us (-1: no timer) on the kick eventfd and, when
- * @p nfds is 2, the wake-up socket. */
+/* The look thread's descriptors: what ends its waits. */
+enum { FD_KICK, FD_TIMER, FD_WAKE, FD_COUNT };
+
+/* Waits on the kick eventfd, the thread's timer (@p timeout_us, -1: none)
+ * and, when @p nfds is FD_COUNT, the wake-up socket. */
 static look_cause_t wait_on(struct pollfd *fds, nfds_t nfds, int timeout_us, int *wakeups)
 {
-    struct timespec timeout = { .tv_sec = timeout_us / 1000000,
-                                .tv_nsec = (long) (timeout_us % 1000000) * 1000 };
-
-    if (ppoll(fds, nfds, timeout_us >= 0 ? &timeout : NULL, NULL) <= 0) {
-        return LOOK_TIMER; /* or a signal: look either way */
+    if (wait_with_timer(fds, nfds, timeout_us) <= 0) {
+        return LOOK_TIMER; /* a signal: look either way */
     }
-    if (fds[0].revents & POLLIN) {
+    if (fds[FD_KICK].revents & POLLIN) {
         drain_kicks();
         return progress_thread.stopping ? LOOK_STOP : LOOK_KICK;
     }
-    if (nfds > 1 && (fds[1].revents & POLLIN)) {
+    if (nfds > FD_WAKE && (fds[FD_WAKE].revents & POLLIN)) {
         *wakeups += mca_btl_ofi_wake_drain();
         return LOOK_WOKEN;
     }
     return LOOK_TIMER;
-}
-
-static void sleep_ns(int64_t ns)
-{
-    struct timespec t = { .tv_sec = (time_t) (ns / 1000000000),
-                          .tv_nsec = (long) (ns % 1000000000) };
-
-    while (0 != nanosleep(&t, &t) && EINTR == errno) {
-    }
 }
 
 /* Without wake-ups, or with nothing exposed, one wait will do.  With them,
@@ -826,15 +989,16 @@ static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap
     int64_t start, left;
     look_cause_t cause;
 
-    if (fds[1].fd < 0 || timeout_us < 0 || gap >= timeout_us) {
-        return wait_on(fds, 1, timeout_us, wakeups);
+    if (fds[FD_WAKE].fd < 0 || timeout_us < 0 || gap >= timeout_us) {
+        return wait_on(fds, FD_WAKE, timeout_us, wakeups);
     }
     start = mca_btl_ofi_now_ns();
-    cause = wait_on(fds, 2, timeout_us, wakeups);
+    cause = wait_on(fds, FD_COUNT, timeout_us, wakeups);
     if (LOOK_WOKEN == cause) {
         left = (int64_t) gap * 1000 - (mca_btl_ofi_now_ns() - start);
         if (left > 0) {
-            sleep_ns(left); /* a kick meanwhile waits in the eventfd */
+            /* the timer alone: a kick meanwhile waits in the eventfd */
+            (void) wait_with_timer(fds + FD_TIMER, 1, (int) (left / 1000));
         }
     }
     return cause;
@@ -925,8 +1089,11 @@ static void ask_real_time(int priority)
 static void *progress_thread_main(void *arg)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    struct pollfd fds[2] = { { .fd = progress_thread.kick_fd, .events = POLLIN },
-                             { .fd = mca_btl_ofi_wake_fd(), .events = POLLIN } };
+    struct pollfd fds[FD_COUNT] = {
+        [FD_KICK] = { .fd = progress_thread.kick_fd, .events = POLLIN },
+        [FD_TIMER] = { .fd = progress_thread.timer_fd, .events = POLLIN },
+        [FD_WAKE] = { .fd = mca_btl_ofi_wake_fd(), .events = POLLIN },
+    };
     mca_btl_ofi_look_plan_t plan = { .can_sleep = progress_thread.can_sleep,
                                      .linger_ns = (int64_t) c->progress_linger_us * 1000,
                                      .interval_us = c->progress_idle_us,
@@ -939,9 +1106,6 @@ static void *progress_thread_main(void *arg)
     if (0 == c->progress_rt_priority) {
         ask_short_slice(c->progress_slice_us); /* (it would undo SCHED_RR) */
     }
-    /* Linux lets a timed wait overrun by 50 us by default, half of a
-     * whole idle period: ask for 1 us */
-    (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     for (;;) {
         int wakeups = 0;
         bool busy = false, stepped_in;
@@ -976,6 +1140,17 @@ void mca_btl_ofi_progress_thread_enable(bool can_sleep)
     progress_thread.can_sleep = can_sleep;
 }
 
+static void close_thread_fds(void)
+{
+    if (progress_thread.kick_fd >= 0) {
+        close(progress_thread.kick_fd);
+    }
+    if (progress_thread.timer_fd >= 0) {
+        close(progress_thread.timer_fd);
+    }
+    progress_thread.kick_fd = progress_thread.timer_fd = -1;
+}
+
 static int start_locked(void)
 {
     int rc;
@@ -984,15 +1159,18 @@ static int start_locked(void)
         return OPAL_SUCCESS;
     }
     progress_thread.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (progress_thread.kick_fd < 0) {
-        MCA_BTL_OFI_VERBOSE(1, "no progress thread: eventfd failed: %s", strerror(errno));
+    progress_thread.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (progress_thread.kick_fd < 0 || progress_thread.timer_fd < 0) {
+        MCA_BTL_OFI_VERBOSE(1, "no progress thread: %s failed: %s",
+                            progress_thread.kick_fd < 0 ? "eventfd" : "timerfd_create",
+                            strerror(errno));
+        close_thread_fds();
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     progress_thread.stopping = false;
     rc = pthread_create(&progress_thread.thread, NULL, progress_thread_main, NULL);
     if (0 != rc) {
-        close(progress_thread.kick_fd);
-        progress_thread.kick_fd = -1;
+        close_thread_fds();
         MCA_BTL_OFI_VERBOSE(1, "no progress thread: pthread_create failed: %s", strerror(rc));
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -1043,8 +1221,8 @@ void mca_btl_ofi_progress_thread_stop(void)
     progress_thread.stopping = true;
     kick();
     pthread_join(progress_thread.thread, NULL);
-    close(progress_thread.kick_fd);
-    progress_thread.kick_fd = -1;
+    stop_nudger();
+    close_thread_fds();
     progress_thread.running = false;
     pthread_mutex_unlock(&progress_thread.start_lock);
     MCA_BTL_OFI_VERBOSE(10, "progress thread stopped");

@@ -13,6 +13,9 @@ percentile of each, per launch.  The layouts, interleaved round by round:
             machines are
   own_rt    the same with btl_ofi_progress_rt_priority 1 (SCHED_RR)
 
+and, on request (--layouts), shared_nonudge and own_nonudge: the same
+without the progress thread's nudges (btl_ofi_progress_nudge_us 0).
+
 Prints a table of the medians over the rounds of each launch's p99 (and
 their range), in microseconds, and writes it with the raw lines under
 --out.
@@ -31,7 +34,10 @@ LAYOUTS = {
     "shared": ({}, []),
     "own": ({"BTL_OFI_HOST_CPUS": "own"}, []),
     "own_rt": ({"BTL_OFI_HOST_CPUS": "own"}, ["--mca", "btl_ofi_progress_rt_priority", "1"]),
+    "shared_nonudge": ({}, ["--mca", "btl_ofi_progress_nudge_us", "0"]),
+    "own_nonudge": ({"BTL_OFI_HOST_CPUS": "own"}, ["--mca", "btl_ofi_progress_nudge_us", "0"]),
 }
+DEFAULT_LAYOUTS = ("shared", "own", "own_rt")
 
 
 def launch(provider, layout):
@@ -60,7 +66,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--provider", default="tcp;ofi_rxm")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    ap.add_argument("--layouts", default=",".join(DEFAULT_LAYOUTS),
+                    help="of %s" % ", ".join(LAYOUTS))
     ap.add_argument("--out", default=os.path.join(
         ROOT, "bench-out", "busy-hosts-" + time.strftime("%Y%m%d-%H%M%S")))
     args = ap.parse_args()
@@ -79,7 +86,7 @@ def main():
                 for t in TESTS:
                     if t in p99:
                         results[(lay, t)].append(p99[t])
-                print("round %d %-7s %s" % (r + 1, lay, "  ".join(
+                print("round %d %-14s %s" % (r + 1, lay, "  ".join(
                     "%s %s" % (t[5:8], "%.0f" % p99[t] if t in p99 else "-") for t in TESTS)),
                     flush=True)
     lines = ["`contrib/bench --busy-hosts --provider '%s' --rounds %d`, %s: 99th percentile of "

@@ -1,0 +1,88 @@
+#!/bin/bash
+# btl_ofi_progress_nudge_us: out-of-range values are clamped with
+# "[bad parameter]".  While rma_busy_target's target computes (np 2, each
+# rank bound to a core), the default gives each rank's progress thread a
+# helper, named btl-ofi-nudge, bound to the one CPU where the thread waits
+# (the rank's), and the MPI_T counters look_late_count and nudge_count are
+# there to read; with 0 there is no helper and both counters stay 0.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+require_smoke
+
+BUSY=${BTL_OFI_BUILD:-$PARAMS_ROOT/build}/mpi/rma_busy_target
+[ -x "$BUSY" ] || skip "$BUSY is not built (make -C standalone mpitests)"
+
+expect_clamped_runs progress_nudge_us 0 1000000 "-5 0" "2000000 1000000"
+
+# helper_binding TAG: for 20 s, every 0.2 s, "RANK_CPUS HELPER_CPUS" for each
+# btl-ofi-nudge thread of the job whose ranks carry BTL_OFI_JOB_TAG=TAG.
+helper_binding() {
+    local tag=$1 end=$((SECONDS + 20)) pid task
+    while [ $SECONDS -lt $end ]; do
+        for pid in $(pgrep -x rma_busy_target); do
+            { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null |
+                grep -x "BTL_OFI_JOB_TAG=$tag" >/dev/null || continue
+            for task in /proc/"$pid"/task/[0-9]*; do
+                [ "$(cat "$task/comm" 2>/dev/null)" = btl-ofi-nudge ] || continue
+                echo "$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$pid/status" 2>/dev/null)" \
+                    "$(awk '/^Cpus_allowed_list/ { print $2 }' "$task/status" 2>/dev/null)"
+            done
+        done
+        sleep 0.2
+    done
+}
+
+# nudge_job LABEL NUDGE: rma_busy_target -s 3 with btl_ofi_progress_nudge_us
+# NUDGE; sets BINDINGS to what the helpers had and COUNTS to rank 1's
+# (the computing target's) "look_late=N nudge=N".
+nudge_job() {
+    local label=$1 nudge=$2 watcher log=$PARAMS_LOGS/$PARAMS_TEST.$1.log
+    echo "job $label: rma_busy_target -s 3, btl_ofi_progress_nudge_us $nudge"
+    helper_binding "$$.$label" >"$log.bindings" &
+    watcher=$!
+    set +e
+    timeout -k 10 "$PARAMS_TIMEOUT" "$PARAMS_ROOT/contrib/mpirun" -np 2 --bind-to core \
+        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_JOB_TAG="$$.$label" \
+        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
+        --mca btl_ofi_progress_nudge_us "$nudge" "$BUSY" -s 3 >"$log" 2>&1 </dev/null
+    JOB_RC=$?
+    set -e
+    kill "$watcher" 2>/dev/null || true
+    wait "$watcher" 2>/dev/null || true
+    JOB_LOG=$log JOB_NAME=$label
+    expect_no_crash
+    if [ "$JOB_RC" != 0 ] || ! grep -aqF "rma_busy_target: PASS" "$log"; then
+        fail "rma_busy_target did not pass (exit status $JOB_RC, log $log)"
+    fi
+    BINDINGS=$(sort -u "$log.bindings" | tr '\n' ';')
+    COUNTS=$(grep -a '^PVARS rank=1 ' "$log" | grep -o 'look_late=-\?[0-9]* nudge=-\?[0-9]*' |
+        head -1)
+}
+
+nudge_job default 200
+if [ -z "$BINDINGS" ]; then
+    fail "no btl-ofi-nudge thread was seen during the job"
+elif awk -v RS=';' 'NF && ($1 != $2 || $2 ~ /[-,]/) { bad = 1 } END { exit !bad }' \
+    <<<"$BINDINGS"; then
+    fail "a helper was not bound to its rank's one CPU (rank CPUs, helper CPUs: $BINDINGS)"
+else
+    ok "each helper was bound to its rank's CPU ($BINDINGS)"
+fi
+if [[ "$COUNTS" =~ ^look_late=[0-9]+\ nudge=[0-9]+$ ]]; then
+    ok "rank 1's counters read $COUNTS"
+else
+    fail "rank 1's look_late_count and nudge_count were not read: '${COUNTS:-no PVARS line}'"
+fi
+
+nudge_job off 0
+if [ -n "$BINDINGS" ]; then
+    fail "with btl_ofi_progress_nudge_us 0 a btl-ofi-nudge thread ran ($BINDINGS)"
+else
+    ok "with 0 no helper ran"
+fi
+if [ "$COUNTS" = "look_late=0 nudge=0" ]; then
+    ok "with 0 the counters stayed 0"
+else
+    fail "with btl_ofi_progress_nudge_us 0 rank 1's counters read '${COUNTS:-nothing}'"
+fi
+finish
