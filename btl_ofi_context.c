@@ -51,6 +51,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -713,7 +714,8 @@ typedef enum {
 static struct {
     pthread_t thread;
     int kick_fd;                 /**< eventfd: exposure began, or stopping is set */
-    int timer_fd;                /**< timerfd: the thread's period */
+    int timer_fd;                /**< timerfd: the thread's period, with nudges */
+    bool timer_armed;            /**< timer_fd may fire: a timeout-less wait disarms it */
     volatile bool stopping;      /**< set before the last kick */
     bool enabled;                /**< component init wants a thread */
     bool can_sleep;              /**< peers can wake it: the sleep period applies */
@@ -735,18 +737,21 @@ static struct {
  * firing btl_ofi_progress_nudge_us after the thread's, wakes a helper
  * bound to the thread's CPU: that wake-up makes the scheduler choose
  * again, and by then the rank's slice is over.  The thread's own timer is
- * a timerfd armed just before the helper's, so the helper's, later, never
- * reprograms the CPU's timer: arming it costs a system call, about 1 us a
- * wait here (ppoll's own timeout plus an early disarm cost 6).  The
- * helper is not disarmed: a thread that ran in time has re-armed it for
- * its next wait before it fires, or it finds the thread in a look and
- * goes back to sleep.
+ * then a timerfd armed just before the helper's, so the helper's, later,
+ * reprograms no timer device.  Still, a nudged wait costs about 3 us more
+ * than a ppoll timeout here, so only the NUDGE_HOLD timed waits after one
+ * that ended late are nudged.  The helper is not disarmed: a thread that
+ * ran in time re-arms it for its next wait before it fires, or it finds
+ * the thread in a look and goes back to sleep.
  */
+#define NUDGE_HOLD 1024
+
 static struct {
     pthread_t thread;
     int timer_fd;            /**< -1: no helper (yet) */
     int cpu;                 /**< the CPU the helper is bound to; -1: none yet */
     bool unavailable;        /**< the helper could not start: never again */
+    int hold;                /**< timed waits still to nudge after the last late one */
     volatile bool armed;     /**< the look thread waits on a timer, due at due_ns */
     volatile int64_t due_ns; /**< CLOCK_MONOTONIC */
 } nudger = { .timer_fd = -1, .cpu = -1 };
@@ -867,29 +872,58 @@ static void bind_nudger_here(void)
     }
 }
 
-/* Waits until one of @p fds is readable, the thread's timer (one of them
- * when @p timeout_us >= 0) armed to fire @p timeout_us from now; -1: no
- * timer.  Returns ppoll's answer. */
-static int wait_with_timer(struct pollfd *fds, nfds_t nfds, int timeout_us)
+/* A timed wait that ended more than the nudge time after its timeout:
+ * nudge the next NUDGE_HOLD timed waits. */
+static void note_lateness(int64_t due)
 {
-    bool nudge = timeout_us >= 0 && nudge_ns() > 0 && start_nudger();
-    int64_t due = timeout_us < 0 ? 0 : mca_btl_ofi_now_ns() + (int64_t) timeout_us * 1000;
+    if (mca_btl_ofi_now_ns() <= due + nudge_ns()) {
+        return;
+    }
+    mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_LOOK_LATE, 1);
+    nudger.hold = NUDGE_HOLD;
+}
+
+/* The timer of a wait that a nudge may follow: the thread's timerfd (one
+ * of @p fds), the helper's armed after it. */
+static int wait_nudged(struct pollfd *fds, nfds_t nfds, int64_t due)
+{
     int rc;
 
+    --nudger.hold;
     arm_at(progress_thread.timer_fd, due);
-    if (nudge) {
-        bind_nudger_here();
-        nudger.due_ns = due;
-        nudger.armed = true;
-        arm_at(nudger.timer_fd, due + nudge_ns());
-    }
+    progress_thread.timer_armed = true;
+    bind_nudger_here();
+    nudger.due_ns = due;
+    nudger.armed = true;
+    arm_at(nudger.timer_fd, due + nudge_ns());
     rc = ppoll(fds, nfds, NULL, NULL);
-    if (nudge) {
-        nudger.armed = false;
-        if (mca_btl_ofi_now_ns() > due + nudge_ns()) {
-            mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_LOOK_LATE, 1);
-        }
+    nudger.armed = false;
+    return rc;
+}
+
+/* Waits until one of @p fds is readable or @p timeout_us (-1: no timeout)
+ * passed: while nudges are due, on the thread's timerfd; otherwise with
+ * ppoll's own timeout.  Returns ppoll's answer. */
+static int wait_with_timer(struct pollfd *fds, nfds_t nfds, int timeout_us)
+{
+    struct timespec timeout = { .tv_sec = timeout_us / 1000000,
+                                .tv_nsec = (long) (timeout_us % 1000000) * 1000 };
+    bool timed = timeout_us >= 0 && nudge_ns() > 0;
+    bool nudged = timed && nudger.hold > 0 && start_nudger();
+    int64_t due;
+    int rc;
+
+    if (!nudged && progress_thread.timer_armed) {
+        /* left armed by a nudged wait that the eventfd or a datagram ended */
+        arm_at(progress_thread.timer_fd, 0);
+        progress_thread.timer_armed = false;
     }
+    if (!timed) {
+        return ppoll(fds, nfds, timeout_us >= 0 ? &timeout : NULL, NULL);
+    }
+    due = mca_btl_ofi_now_ns() + (int64_t) timeout_us * 1000;
+    rc = nudged ? wait_nudged(fds, nfds, due) : ppoll(fds, nfds, &timeout, NULL);
+    note_lateness(due);
     return rc;
 }
 
@@ -1106,6 +1140,9 @@ static void *progress_thread_main(void *arg)
     if (0 == c->progress_rt_priority) {
         ask_short_slice(c->progress_slice_us); /* (it would undo SCHED_RR) */
     }
+    /* Linux lets a timed wait overrun by 50 us by default, half of a
+     * whole idle period: ask for 1 us (a timerfd has no slack) */
+    (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     for (;;) {
         int wakeups = 0;
         bool busy = false, stepped_in;

@@ -1,10 +1,14 @@
 #!/bin/bash
 # btl_ofi_progress_nudge_us: out-of-range values are clamped with
-# "[bad parameter]".  While rma_busy_target's target computes (np 2, each
-# rank bound to a core), the default gives each rank's progress thread a
-# helper, named btl-ofi-nudge, bound to the one CPU where the thread waits
-# (the rank's), and the MPI_T counters look_late_count and nudge_count are
-# there to read; with 0 there is no helper and both counters stay 0.
+# "[bad parameter]".  While rma_busy_target's target (rank 0, np 2, each
+# rank bound to a core) computes and a real-time hog takes the target's
+# CPU for 5 ms in every 25, so that the progress thread's timed wake-ups
+# run late, the default counts late looks (MPI_T look_late_count) and then
+# starts a helper, named btl-ofi-nudge, bound to the one CPU where the
+# thread waits (the rank's); nudge_count is there to read.  With 0 there
+# is no helper and both counters stay 0.  The hog needs SCHED_FIFO (root
+# or CAP_SYS_NICE): without it, the job runs undisturbed and the checks
+# follow what its counters say.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 require_smoke
@@ -32,14 +36,29 @@ helper_binding() {
     done
 }
 
+# hog_cpu CPU SECONDS: SCHED_FIFO busy bursts of 5 ms every 25 ms on CPU.
+hog_cpu() {
+    chrt -f 10 taskset -c "$1" python3 -c '
+import sys, time
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    t = time.monotonic() + 0.005
+    while time.monotonic() < t:
+        pass
+    time.sleep(0.02)
+' "$2" 2>/dev/null
+}
+
 # nudge_job LABEL NUDGE: rma_busy_target -s 3 with btl_ofi_progress_nudge_us
-# NUDGE; sets BINDINGS to what the helpers had and COUNTS to rank 1's
-# (the computing target's) "look_late=N nudge=N".
+# NUDGE, the hog on rank 0's CPU; sets BINDINGS to what the helpers had and
+# COUNTS to rank 0's (the computing target's) "look_late=N nudge=N".
 nudge_job() {
-    local label=$1 nudge=$2 watcher log=$PARAMS_LOGS/$PARAMS_TEST.$1.log
+    local label=$1 nudge=$2 watcher hog log=$PARAMS_LOGS/$PARAMS_TEST.$1.log
     echo "job $label: rma_busy_target -s 3, btl_ofi_progress_nudge_us $nudge"
     helper_binding "$$.$label" >"$log.bindings" &
     watcher=$!
+    hog_cpu 0 8 &
+    hog=$!
     set +e
     timeout -k 10 "$PARAMS_TIMEOUT" "$PARAMS_ROOT/contrib/mpirun" -np 2 --bind-to core \
         --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_JOB_TAG="$$.$label" \
@@ -47,31 +66,37 @@ nudge_job() {
         --mca btl_ofi_progress_nudge_us "$nudge" "$BUSY" -s 3 >"$log" 2>&1 </dev/null
     JOB_RC=$?
     set -e
-    kill "$watcher" 2>/dev/null || true
-    wait "$watcher" 2>/dev/null || true
+    kill "$watcher" "$hog" 2>/dev/null || true
+    wait "$watcher" "$hog" 2>/dev/null || true
     JOB_LOG=$log JOB_NAME=$label
     expect_no_crash
     if [ "$JOB_RC" != 0 ] || ! grep -aqF "rma_busy_target: PASS" "$log"; then
         fail "rma_busy_target did not pass (exit status $JOB_RC, log $log)"
     fi
     BINDINGS=$(sort -u "$log.bindings" | tr '\n' ';')
-    COUNTS=$(grep -a '^PVARS rank=1 ' "$log" | grep -o 'look_late=-\?[0-9]* nudge=-\?[0-9]*' |
+    COUNTS=$(grep -a '^PVARS rank=0 ' "$log" | grep -o 'look_late=-\?[0-9]* nudge=-\?[0-9]*' |
         head -1)
 }
 
 nudge_job default 200
-if [ -z "$BINDINGS" ]; then
-    fail "no btl-ofi-nudge thread was seen during the job"
-elif awk -v RS=';' 'NF && ($1 != $2 || $2 ~ /[-,]/) { bad = 1 } END { exit !bad }' \
-    <<<"$BINDINGS"; then
-    fail "a helper was not bound to its rank's one CPU (rank CPUs, helper CPUs: $BINDINGS)"
+if ! [[ "$COUNTS" =~ ^look_late=([0-9]+)\ nudge=[0-9]+$ ]]; then
+    fail "rank 0's look_late_count and nudge_count were not read: '${COUNTS:-no PVARS line}'"
+elif [ "${BASH_REMATCH[1]}" = 0 ]; then
+    if [ -n "$BINDINGS" ]; then
+        fail "no look ran late, yet a helper started ($BINDINGS)"
+    else
+        ok "no look ran late (no real-time hog here?), and no helper started: $COUNTS"
+    fi
 else
-    ok "each helper was bound to its rank's CPU ($BINDINGS)"
-fi
-if [[ "$COUNTS" =~ ^look_late=[0-9]+\ nudge=[0-9]+$ ]]; then
-    ok "rank 1's counters read $COUNTS"
-else
-    fail "rank 1's look_late_count and nudge_count were not read: '${COUNTS:-no PVARS line}'"
+    ok "rank 0's counters read $COUNTS"
+    if [ -z "$BINDINGS" ]; then
+        fail "looks ran late but no btl-ofi-nudge thread was seen during the job"
+    elif awk -v RS=';' 'NF && ($1 != $2 || $2 ~ /[-,]/) { bad = 1 } END { exit !bad }' \
+        <<<"$BINDINGS"; then
+        fail "a helper was not bound to its rank's one CPU (rank CPUs, helper CPUs: $BINDINGS)"
+    else
+        ok "each helper was bound to its rank's CPU ($BINDINGS)"
+    fi
 fi
 
 nudge_job off 0
@@ -83,6 +108,6 @@ fi
 if [ "$COUNTS" = "look_late=0 nudge=0" ]; then
     ok "with 0 the counters stayed 0"
 else
-    fail "with btl_ofi_progress_nudge_us 0 rank 1's counters read '${COUNTS:-nothing}'"
+    fail "with btl_ofi_progress_nudge_us 0 rank 0's counters read '${COUNTS:-nothing}'"
 fi
 finish
