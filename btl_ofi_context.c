@@ -738,20 +738,18 @@ static struct {
  * bound to the thread's CPU: that wake-up makes the scheduler choose
  * again, and by then the rank's slice is over.  The thread's own timer is
  * then a timerfd armed just before the helper's, so the helper's, later,
- * reprograms no timer device.  Still, a nudged wait costs about 3 us more
- * than a ppoll timeout here, so only the NUDGE_HOLD timed waits after one
- * that ended late are nudged.  The helper is not disarmed: a thread that
- * ran in time re-arms it for its next wait before it fires, or it finds
- * the thread in a look and goes back to sleep.
+ * reprograms no timer device: about 2-3 us more per wait than a ppoll
+ * timeout here.  Nudging only after a late wake-up saved little of that
+ * (late wake-ups come often enough under traffic) and left the first of
+ * each burst unrescued.  The helper is not disarmed: a thread that ran in
+ * time re-arms it for its next wait before it fires, or it finds the
+ * thread in a look and goes back to sleep.
  */
-#define NUDGE_HOLD 1024
-
 static struct {
     pthread_t thread;
     int timer_fd;            /**< -1: no helper (yet) */
     int cpu;                 /**< the CPU the helper is bound to; -1: none yet */
     bool unavailable;        /**< the helper could not start: never again */
-    int hold;                /**< timed waits still to nudge after the last late one */
     volatile bool armed;     /**< the look thread waits on a timer, due at due_ns */
     volatile int64_t due_ns; /**< CLOCK_MONOTONIC */
 } nudger = { .timer_fd = -1, .cpu = -1 };
@@ -872,15 +870,12 @@ static void bind_nudger_here(void)
     }
 }
 
-/* A timed wait that ended more than the nudge time after its timeout:
- * nudge the next NUDGE_HOLD timed waits. */
+/* A timed wait that ended more than the nudge time after its timeout. */
 static void note_lateness(int64_t due)
 {
-    if (mca_btl_ofi_now_ns() <= due + nudge_ns()) {
-        return;
+    if (mca_btl_ofi_now_ns() > due + nudge_ns()) {
+        mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_LOOK_LATE, 1);
     }
-    mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_LOOK_LATE, 1);
-    nudger.hold = NUDGE_HOLD;
 }
 
 /* The timer of a wait that a nudge may follow: the thread's timerfd (one
@@ -889,7 +884,6 @@ static int wait_nudged(struct pollfd *fds, nfds_t nfds, int64_t due)
 {
     int rc;
 
-    --nudger.hold;
     arm_at(progress_thread.timer_fd, due);
     progress_thread.timer_armed = true;
     bind_nudger_here();
@@ -902,14 +896,14 @@ static int wait_nudged(struct pollfd *fds, nfds_t nfds, int64_t due)
 }
 
 /* Waits until one of @p fds is readable or @p timeout_us (-1: no timeout)
- * passed: while nudges are due, on the thread's timerfd; otherwise with
- * ppoll's own timeout.  Returns ppoll's answer. */
+ * passed: with nudges, on the thread's timerfd; otherwise with ppoll's own
+ * timeout.  Returns ppoll's answer. */
 static int wait_with_timer(struct pollfd *fds, nfds_t nfds, int timeout_us)
 {
     struct timespec timeout = { .tv_sec = timeout_us / 1000000,
                                 .tv_nsec = (long) (timeout_us % 1000000) * 1000 };
     bool timed = timeout_us >= 0 && nudge_ns() > 0;
-    bool nudged = timed && nudger.hold > 0 && start_nudger();
+    bool nudged = timed && start_nudger();
     int64_t due;
     int rc;
 
