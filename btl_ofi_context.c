@@ -1120,7 +1120,9 @@ static void *progress_thread_main(void *arg)
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     struct pollfd fds[FD_COUNT] = {
         [FD_KICK] = { .fd = progress_thread.kick_fd, .events = POLLIN },
-        [FD_TIMER] = { .fd = progress_thread.timer_fd, .events = POLLIN },
+        /* armed only by nudged waits: without nudges, nothing to poll */
+        [FD_TIMER] = { .fd = c->progress_nudge_us > 0 ? progress_thread.timer_fd : -1,
+                       .events = POLLIN },
         [FD_WAKE] = { .fd = mca_btl_ofi_wake_fd(), .events = POLLIN },
     };
     mca_btl_ofi_look_plan_t plan = { .can_sleep = progress_thread.can_sleep,

@@ -213,23 +213,69 @@ expect_on_across_hosts() {
     expect_pass
 }
 
-# look_threads_sched TAG AWK: for 20 s, every 0.2 s, the output of AWK run
-# on /proc/PID/task/TID/sched of each btl-ofi-look thread of the job whose
-# ranks carry BTL_OFI_JOB_TAG=TAG in their environment (rma_busy_target;
-# other jobs on the machine do not count), one line per thread and sample.
-look_threads_sched() {
-    local tag=$1 prog=$2 end=$((SECONDS + 20)) pid task
+# job_threads TAG COMM CMD...: for 20 s, every 0.2 s, runs CMD... PID TASK
+# for each thread named COMM (/proc/PID/task/TASK) of the job whose ranks
+# carry BTL_OFI_JOB_TAG=TAG in their environment (rma_busy_target; other
+# jobs on the machine do not count).
+job_threads() {
+    local tag=$1 comm=$2 end=$((SECONDS + 20)) pid task
+    shift 2
     while [ $SECONDS -lt $end ]; do
         for pid in $(pgrep -x rma_busy_target); do
-            tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
+            { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null |
                 grep -x "BTL_OFI_JOB_TAG=$tag" >/dev/null || continue
             for task in /proc/"$pid"/task/[0-9]*; do
-                [ "$(cat "$task/comm" 2>/dev/null)" = btl-ofi-look ] || continue
-                awk "$prog" "$task/sched" 2>/dev/null
+                [ "$(cat "$task/comm" 2>/dev/null)" = "$comm" ] || continue
+                "$@" "$pid" "$task"
             done
         done
         sleep 0.2
     done
+}
+
+# awk_on_sched AWK PID TASK: job_threads' command for look_threads_sched.
+awk_on_sched() {
+    awk "$1" "$3/sched" 2>/dev/null
+}
+
+# look_threads_sched TAG AWK: for 20 s, every 0.2 s, the output of AWK run
+# on /proc/PID/task/TID/sched of each btl-ofi-look thread of the job
+# tagged TAG (job_threads), one line per thread and sample.
+look_threads_sched() {
+    job_threads "$1" btl-ofi-look awk_on_sched "$2"
+}
+
+# busy_target_log LABEL: names the job (JOB_NAME) and its log (JOB_LOG), for
+# the files of the watchers a caller starts before busy_target_job LABEL.
+busy_target_log() {
+    JOB_NAME=$1 JOB_LOG=$PARAMS_LOGS/$PARAMS_TEST.$1.log
+}
+
+# busy_target_job LABEL MPIRUN-ARGS...: rma_busy_target -s 3 ($BUSY) under
+# contrib/mpirun -np 2 with MPIRUN-ARGS, its ranks tagged
+# BTL_OFI_JOB_TAG=$$.LABEL, its output in JOB_LOG, after the commands in
+# BUSY_WRAP (an array, empty unless set).  Then stops the background
+# processes in BUSY_WATCHERS and checks that the job neither crashed nor
+# failed.
+busy_target_job() {
+    local label=$1
+    shift
+    busy_target_log "$label"
+    set +e
+    timeout -k 10 "$PARAMS_TIMEOUT" ${BUSY_WRAP[@]+"${BUSY_WRAP[@]}"} \
+        "$PARAMS_ROOT/contrib/mpirun" -np 2 --mca pml ob1 --mca osc rdma --mca btl ofi,self \
+        -x BTL_OFI_JOB_TAG="$$.$label" --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
+        "$@" "$BUSY" -s 3 >"$JOB_LOG" 2>&1 </dev/null
+    JOB_RC=$?
+    set -e
+    if [ -n "${BUSY_WATCHERS[*]+x}" ]; then
+        kill "${BUSY_WATCHERS[@]}" 2>/dev/null || true
+        wait "${BUSY_WATCHERS[@]}" 2>/dev/null || true
+    fi
+    expect_no_crash
+    if [ "$JOB_RC" != 0 ] || ! grep -aqF "rma_busy_target: PASS" "$JOB_LOG"; then
+        fail "rma_busy_target did not pass (exit status $JOB_RC, log $JOB_LOG)"
+    fi
 }
 
 finish() {

@@ -18,22 +18,10 @@ BUSY=${BTL_OFI_BUILD:-$PARAMS_ROOT/build}/mpi/rma_busy_target
 
 expect_clamped_runs progress_nudge_us 0 1000000 "-5 0" "2000000 1000000"
 
-# helper_binding TAG: for 20 s, every 0.2 s, "RANK_CPUS HELPER_CPUS" for each
-# btl-ofi-nudge thread of the job whose ranks carry BTL_OFI_JOB_TAG=TAG.
-helper_binding() {
-    local tag=$1 end=$((SECONDS + 20)) pid task
-    while [ $SECONDS -lt $end ]; do
-        for pid in $(pgrep -x rma_busy_target); do
-            { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null |
-                grep -x "BTL_OFI_JOB_TAG=$tag" >/dev/null || continue
-            for task in /proc/"$pid"/task/[0-9]*; do
-                [ "$(cat "$task/comm" 2>/dev/null)" = btl-ofi-nudge ] || continue
-                echo "$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$pid/status" 2>/dev/null)" \
-                    "$(awk '/^Cpus_allowed_list/ { print $2 }' "$task/status" 2>/dev/null)"
-            done
-        done
-        sleep 0.2
-    done
+# cpus_of PID TASK: "RANK_CPUS THREAD_CPUS" (job_threads' command).
+cpus_of() {
+    echo "$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status" 2>/dev/null)" \
+        "$(awk '/^Cpus_allowed_list/ { print $2 }' "$2/status" 2>/dev/null)"
 }
 
 # hog_cpu CPU SECONDS: SCHED_FIFO busy bursts of 5 ms every 25 ms on CPU.
@@ -53,28 +41,16 @@ while time.monotonic() < end:
 # NUDGE, the hog on rank 0's CPU; sets BINDINGS to what the helpers had and
 # COUNTS to rank 0's (the computing target's) "look_late=N nudge=N".
 nudge_job() {
-    local label=$1 nudge=$2 watcher hog log=$PARAMS_LOGS/$PARAMS_TEST.$1.log
+    local label=$1 nudge=$2
     echo "job $label: rma_busy_target -s 3, btl_ofi_progress_nudge_us $nudge"
-    helper_binding "$$.$label" >"$log.bindings" &
-    watcher=$!
+    busy_target_log "$label"
+    job_threads "$$.$label" btl-ofi-nudge cpus_of >"$JOB_LOG.bindings" &
+    BUSY_WATCHERS=($!)
     hog_cpu 0 8 &
-    hog=$!
-    set +e
-    timeout -k 10 "$PARAMS_TIMEOUT" "$PARAMS_ROOT/contrib/mpirun" -np 2 --bind-to core \
-        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_JOB_TAG="$$.$label" \
-        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
-        --mca btl_ofi_progress_nudge_us "$nudge" "$BUSY" -s 3 >"$log" 2>&1 </dev/null
-    JOB_RC=$?
-    set -e
-    kill "$watcher" "$hog" 2>/dev/null || true
-    wait "$watcher" "$hog" 2>/dev/null || true
-    JOB_LOG=$log JOB_NAME=$label
-    expect_no_crash
-    if [ "$JOB_RC" != 0 ] || ! grep -aqF "rma_busy_target: PASS" "$log"; then
-        fail "rma_busy_target did not pass (exit status $JOB_RC, log $log)"
-    fi
-    BINDINGS=$(sort -u "$log.bindings" | tr '\n' ';')
-    COUNTS=$(grep -a '^PVARS rank=0 ' "$log" | grep -o 'look_late=-\?[0-9]* nudge=-\?[0-9]*' |
+    BUSY_WATCHERS+=($!)
+    busy_target_job "$label" --bind-to core --mca btl_ofi_progress_nudge_us "$nudge"
+    BINDINGS=$(sort -u "$JOB_LOG.bindings" | tr '\n' ';')
+    COUNTS=$(grep -a '^PVARS rank=0 ' "$JOB_LOG" | grep -o 'look_late=-\?[0-9]* nudge=-\?[0-9]*' |
         head -1)
 }
 

@@ -18,27 +18,16 @@ expect_clamped_runs progress_rt_priority 0 99 "-1 0" "100 99"
 # rt_job LABEL PRIORITY [WRAPPER...]: rma_busy_target with the priority;
 # sets POLICIES to what the threads had.
 rt_job() {
-    local label=$1 prio=$2 watcher
+    local label=$1 prio=$2
     shift 2
-    JOB_NAME=$label JOB_LOG=$PARAMS_LOGS/$PARAMS_TEST.$label.log
+    BUSY_WRAP=("$@")
     echo "job $label: ${*:+$* }rma_busy_target -s 3, btl_ofi_progress_rt_priority $prio"
+    busy_target_log "$label"
     # "POLICY PRIORITY" of each thread
     look_threads_sched "$$.$label" '/^policy / { p = $3 } /^prio / { q = $3 } END { if (p != "") print p, q }' \
         >"$JOB_LOG.policies" &
-    watcher=$!
-    set +e
-    timeout -k 10 "$PARAMS_TIMEOUT" "$@" "$PARAMS_ROOT/contrib/mpirun" -np 2 --oversubscribe \
-        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_JOB_TAG="$$.$label" \
-        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
-        --mca btl_ofi_progress_rt_priority "$prio" "$BUSY" -s 3 >"$JOB_LOG" 2>&1 </dev/null
-    JOB_RC=$?
-    set -e
-    kill "$watcher" 2>/dev/null || true
-    wait "$watcher" 2>/dev/null || true
-    expect_no_crash
-    if [ "$JOB_RC" != 0 ] || ! grep -aqF "rma_busy_target: PASS" "$JOB_LOG"; then
-        fail "rma_busy_target did not pass (exit status $JOB_RC, log $JOB_LOG)"
-    fi
+    BUSY_WATCHERS=($!)
+    busy_target_job "$label" --oversubscribe --mca btl_ofi_progress_rt_priority "$prio"
     POLICIES=$(sort -u "$JOB_LOG.policies" | tr '\n' ',')
 }
 

@@ -20,25 +20,13 @@ grep -q '^se.slice' /proc/self/sched 2>/dev/null ||
 # slice_job LABEL SLICE: rma_busy_target with btl_ofi_progress_slice_us
 # SLICE; sets SLICES to what the threads had.
 slice_job() {
-    local label=$1 slice=$2 watcher log=$PARAMS_LOGS/$PARAMS_TEST.$1.log
+    local label=$1 slice=$2
     echo "job $label: rma_busy_target -s 3, btl_ofi_progress_slice_us $slice"
-    look_threads_sched "$$.$label" '/^se.slice / { print $3 + 0 }' >"$log.slices" &
-    watcher=$!
-    set +e
-    timeout -k 10 "$PARAMS_TIMEOUT" "$PARAMS_ROOT/contrib/mpirun" -np 2 --oversubscribe \
-        --mca pml ob1 --mca osc rdma --mca btl ofi,self -x BTL_OFI_JOB_TAG="$$.$label" \
-        --mca btl_ofi_provider_include "$PARAMS_PROVIDER" \
-        --mca btl_ofi_progress_slice_us "$slice" "$BUSY" -s 3 >"$log" 2>&1 </dev/null
-    JOB_RC=$?
-    set -e
-    kill "$watcher" 2>/dev/null || true
-    wait "$watcher" 2>/dev/null || true
-    JOB_LOG=$log JOB_NAME=$label
-    expect_no_crash
-    if [ "$JOB_RC" != 0 ] || ! grep -aqF "rma_busy_target: PASS" "$log"; then
-        fail "rma_busy_target did not pass (exit status $JOB_RC, log $log)"
-    fi
-    SLICES=$(sort -u "$log.slices" | tr '\n' ' ')
+    busy_target_log "$label"
+    look_threads_sched "$$.$label" '/^se.slice / { print $3 + 0 }' >"$JOB_LOG.slices" &
+    BUSY_WATCHERS=($!)
+    busy_target_job "$label" --oversubscribe --mca btl_ofi_progress_slice_us "$slice"
+    SLICES=$(sort -u "$JOB_LOG.slices" | tr '\n' ' ')
 }
 
 slice_job default 100
