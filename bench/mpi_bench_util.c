@@ -290,6 +290,39 @@ void bench_report_btl_ofi_pvars(MPI_Comm comm)
     fflush(stdout);
 }
 
+static const char *const look_counter_names[BENCH_LOOK_COUNTERS] = {
+    "look_count", "look_timer_count", "look_woken_count", "look_late_count", "nudge_count",
+};
+
+void bench_look_counters_read(bench_look_counters_t *now)
+{
+    for (int i = 0; i < BENCH_LOOK_COUNTERS; i++)
+        now->values[i] = btl_ofi_pvars_get(look_counter_names[i]);
+}
+
+void bench_report_look_counters(const char *name, const bench_look_counters_t *before,
+                                const bench_look_counters_t *after, bool mine, MPI_Comm comm)
+{
+    long grew[BENCH_LOOK_COUNTERS + 1], total[BENCH_LOOK_COUNTERS + 1];
+    int rank;
+
+    /* the last slot counts the targets whose counters are missing */
+    grew[BENCH_LOOK_COUNTERS] = 0;
+    for (int i = 0; i < BENCH_LOOK_COUNTERS; i++) {
+        bool absent = before->values[i] < 0 || after->values[i] < 0;
+
+        grew[i] = mine && !absent ? after->values[i] - before->values[i] : 0;
+        grew[BENCH_LOOK_COUNTERS] |= mine && absent;
+    }
+    MPI_Comm_rank(comm, &rank);
+    MPI_Reduce(grew, total, BENCH_LOOK_COUNTERS + 1, MPI_LONG, MPI_SUM, 0, comm);
+    if (rank != 0 || total[BENCH_LOOK_COUNTERS] > 0)
+        return;
+    printf("# %s target thread: looks %ld (timer %ld, woken %ld), late %ld, nudges %ld\n", name,
+           total[0], total[1], total[2], total[3], total[4]);
+    fflush(stdout);
+}
+
 void *bench_alloc(size_t len)
 {
     void *p = NULL;

@@ -93,6 +93,23 @@ void bench_report_btl_ofi_pvars(MPI_Comm comm);
 /* Before MPI_Finalize. */
 void bench_pvars_end(void);
 
+/* The progress thread's counters, for what served a computing target:
+ * looks, those its timer began, those a waiting origin's datagram began,
+ * waits that ended late, and the nudges that rescued them. */
+#define BENCH_LOOK_COUNTERS 5
+typedef struct {
+    long values[BENCH_LOOK_COUNTERS]; /* -1 where the counter is absent */
+} bench_look_counters_t;
+
+void bench_look_counters_read(bench_look_counters_t *now);
+
+/* Collective over comm: rank 0 prints one '# NAME target thread:' line
+ * with how much the counters grew from *before to *after on the ranks
+ * where `mine` is true (the targets); nothing where btl/ofi's counters
+ * are absent. */
+void bench_report_look_counters(const char *name, const bench_look_counters_t *before,
+                                const bench_look_counters_t *after, bool mine, MPI_Comm comm);
+
 void *bench_alloc(size_t len);
 
 /* One OSU-style result line; small values keep four decimals, so that the

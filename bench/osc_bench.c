@@ -755,6 +755,7 @@ static double measure_busy(struct osc_state *st, size_t size, const struct bench
 {
     double value = 0;
     int capped = 0, any_capped = 0;
+    bench_look_counters_t before, after;
 
     if (is_target(st)) {
         lock_self(st);
@@ -762,11 +763,14 @@ static double measure_busy(struct osc_state *st, size_t size, const struct bench
         unlock_self(st);
     }
     wait_for_all(st);
+    bench_look_counters_read(&before);
     if (is_origin(st))
         value = busy_origin(st, size, plan, flag_off);
     else if (is_target(st))
         capped = !busy_compute(st, flag_off);
+    bench_look_counters_read(&after);
     wait_for_all(st);
+    bench_report_look_counters(st->t->name, &before, &after, is_target(st), MPI_COMM_WORLD);
     if (validate_size(st, size))
         return -1;
     MPI_Allreduce(&capped, &any_capped, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -2,8 +2,8 @@
 """Checks of bench/bench_driver.py's parsing that need no MPI job: the
 upstream check (did upstream's btl/ofi carry every window, from osc/rdma's
 lines at osc_base_verbose 40), the reading of osc_bench's output with
-more than two ranks, and a busy_* target that stopped at its cap (no
-number).  Run by contrib/check's bench lane; exit 0 when all
+more than two ranks, a busy_* target that stopped at its cap (no
+number), and bench/busy_hosts.py's reading of the busy rows.  Run by contrib/check's bench lane; exit 0 when all
 hold.
 
     python3 bench/test_bench_driver.py
@@ -122,6 +122,31 @@ def check_capped():
     return 0
 
 
+busy_spec = importlib.util.spec_from_file_location("busy_hosts",
+                                                   os.path.join(HERE, "busy_hosts.py"))
+busy_hosts = importlib.util.module_from_spec(busy_spec)
+busy_spec.loader.exec_module(busy_hosts)
+
+BUSY_ROWS = """\
+# busy_put_lat 8: 597 ops, median 151.573 us, 99th percentile 626.189 us, slowest 2279.326 us
+# busy_put_lat target thread: looks 633 (timer 624, woken 9), late 6, nudges 4
+# busy_fop_lat 8: 590 ops, median 150.120 us, 99th percentile 407.511 us, slowest 4198.629 us
+# busy_fop_lat target thread: looks 652 (timer 641, woken 11), late 1, nudges 2
+"""
+
+
+def check_busy_hosts_rows():
+    """busy_hosts.py takes each row's 99th percentile, not the thread's
+    counters printed after it."""
+    got = busy_hosts.read_p99(BUSY_ROWS)
+    want = {"busy_put_lat": 626.189, "busy_fop_lat": 407.511}
+    if got != want:
+        print("FAIL  busy_hosts rows: %s, want %s" % (got, want))
+        return 1
+    print("ok    busy_hosts rows: %s" % got)
+    return 0
+
+
 def check_smoke_counts():
     """Which cells without a number fail a smoke run."""
     cases = [("ours", "capped", True), ("ours", "failed", True), ("raw", "timeout", True),
@@ -140,7 +165,8 @@ def check_smoke_counts():
 
 
 def main():
-    bad = check_refusals() + check_rows() + check_capped() + check_smoke_counts()
+    bad = (check_refusals() + check_rows() + check_capped() + check_busy_hosts_rows()
+           + check_smoke_counts())
     print("%s: %d failure(s)" % (os.path.basename(sys.argv[0]), bad))
     return 1 if bad else 0
 
