@@ -226,7 +226,8 @@ job_threads() {
                 grep -x "BTL_OFI_JOB_TAG=$tag" >/dev/null || continue
             for task in /proc/"$pid"/task/[0-9]*; do
                 [ "$(cat "$task/comm" 2>/dev/null)" = "$comm" ] || continue
-                "$@" "$pid" "$task"
+                # a thread may end between the listing and the command's read
+                "$@" "$pid" "$task" || true
             done
         done
         sleep 0.2

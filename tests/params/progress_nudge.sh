@@ -18,10 +18,16 @@ BUSY=${BTL_OFI_BUILD:-$PARAMS_ROOT/build}/mpi/rma_busy_target
 
 expect_clamped_runs progress_nudge_us 0 1000000 "-5 0" "2000000 1000000"
 
-# cpus_of PID TASK: "RANK_CPUS THREAD_CPUS" (job_threads' command).
+# cpus_of PID TASK: "RANK_CPUS THREAD_CPUS" (job_threads' command);
+# nothing for a thread that ended between the listing and the read.
 cpus_of() {
-    echo "$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status" 2>/dev/null)" \
-        "$(awk '/^Cpus_allowed_list/ { print $2 }' "$2/status" 2>/dev/null)"
+    local rank helper
+
+    rank=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status" 2>/dev/null || true)
+    helper=$(awk '/^Cpus_allowed_list/ { print $2 }' "$2/status" 2>/dev/null || true)
+    if [ -n "$rank" ] && [ -n "$helper" ]; then
+        echo "$rank $helper"
+    fi
 }
 
 # hog_cpu CPU SECONDS: SCHED_FIFO busy bursts of 5 ms every 25 ms on CPU.
