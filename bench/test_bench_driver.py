@@ -3,8 +3,8 @@
 upstream check (did upstream's btl/ofi carry every window, from osc/rdma's
 lines at osc_base_verbose 40), the reading of osc_bench's output with
 more than two ranks, a busy_* target that stopped at its cap (no
-number), and bench/busy_hosts.py's reading of the busy rows.  Run by contrib/check's bench lane; exit 0 when all
-hold.
+number), and bench/busy_hosts.py's reading of the busy rows.  Run by
+contrib/check's bench lane; exit 0 when all hold.
 
     python3 bench/test_bench_driver.py
 """

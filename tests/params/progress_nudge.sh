@@ -23,8 +23,8 @@ expect_clamped_runs progress_nudge_us 0 1000000 "-5 0" "2000000 1000000"
 cpus_of() {
     local rank helper
 
-    rank=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status" 2>/dev/null || true)
-    helper=$(awk '/^Cpus_allowed_list/ { print $2 }' "$2/status" 2>/dev/null || true)
+    rank=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status" 2>/dev/null)
+    helper=$(awk '/^Cpus_allowed_list/ { print $2 }' "$2/status" 2>/dev/null)
     if [ -n "$rank" ] && [ -n "$helper" ]; then
         echo "$rank $helper"
     fi
