@@ -22,19 +22,23 @@
  *                        MPI_T counters
  *   btl_ofi_module.c     memory registration, module open/finalize
  *   btl_ofi_endpoint.c   modex, address vector, add/del procs, peers
- *   btl_ofi_context.c    contexts, CQs and progress
+ *   btl_ofi_context.c    contexts, CQs and progress, and what the progress
+ *                        thread's look does to them
  *   btl_ofi_rdma.c       put, get, flush and the one posting path
  *   btl_ofi_atomics.c    atomics: probing, posting, and those the target
  *                        applies for providers without fi_atomic
  *   btl_ofi_frag.c       two-sided fragments and the active-message path
- *   btl_ofi_wake.c       the socket on which origins wake a target's progress
- *                        thread; plain data through btl_ofi_wake.h, so it
- *                        needs nothing of this header
+ *   btl_ofi_progress.c   the progress subsystem: the thread, the channel on
+ *                        which origins wake it, and when it looks; its
+ *                        interface is btl_ofi_progress.h, which needs
+ *                        nothing of this header
  *   btl_ofi_validate.c   decisions that need no Open MPI (unit-tested alone)
  *
  * Calls go one way: component -> module -> {endpoint, context, rdma,
  * atomics, frag}; atomics -> {rdma, frag}; {rdma, frag} -> context;
- * {frag, context} -> endpoint; {component, context, endpoint} -> wake.
+ * {frag, context} -> endpoint; {component, module, endpoint} -> progress.
+ * The progress thread reaches the contexts only through the look callback
+ * component init hands it (mca_btl_ofi_contexts_look).
  * Progress reaches the owners of a completion only through the callback
  * the completion carries (mca_btl_ofi_ctx_hdr_t), the context's work
  * hook, and the message-kind table.
@@ -80,7 +84,7 @@
 
 #include "btl_ofi_compat.h"
 #include "btl_ofi_validate.h"
-#include "btl_ofi_wake.h"
+#include "btl_ofi_progress.h"
 
 BEGIN_C_DECLS
 
@@ -399,10 +403,10 @@ typedef struct mca_btl_ofi_context_t {
      * other thread reads the CQ meanwhile, or it would hand the layer
      * above completions that came after them; guarded by lock */
     bool thread_batch;
-    /** progress calls of the application's threads; they only add to it,
-     * the progress thread only reads it (a change is all it looks for) */
+    /** entries of the application's threads (progress, polls, posts); they
+     * only add to it, the progress thread only reads it (a change is all it
+     * looks for) */
     volatile uint64_t app_progress;
-    uint64_t thread_seen; /**< app_progress at the progress thread's last look; its own */
 
     /* btl_ofi_rdma.c */
     opal_free_list_t comps; /**< one-sided operations; thread-safe by itself */
@@ -424,6 +428,10 @@ typedef struct mca_btl_ofi_context_t {
      * posted again by the work hook; guarded by lock */
     opal_list_t unposted_recvs;
     int unposted_count; /**< length of unposted_recvs; guarded by lock, read unlocked */
+
+    /** app_progress at the progress thread's last look: the thread's own,
+     * last, so that its writes stay off the lines the application uses */
+    uint64_t thread_seen;
 } mca_btl_ofi_context_t;
 
 /** One module per NIC.  Everything not marked otherwise is fixed at open. */
@@ -494,7 +502,7 @@ typedef struct mca_btl_ofi_module_t {
     void *ep_name;      /**< our endpoint's address, published by the modex */
     size_t ep_name_len; /**< bytes of ep_name */
     /** since when progress has found nothing while operations were
-     * outstanding (btl_ofi_wake.c); application threads only, and a lost
+     * outstanding (btl_ofi_progress.c); application threads only, and a lost
      * update merely moves a wake-up */
     mca_btl_ofi_stall_watch_t stall;
 } mca_btl_ofi_module_t;
@@ -691,19 +699,10 @@ void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context);
 /** Progress every context of every module: the component's progress. */
 int mca_btl_ofi_progress(void);
 /**
- * Let a progress thread run over the open modules (component init).  It is
- * created when memory is first exposed; with @p can_sleep (every peer can
- * wake it) it sleeps while nothing is aimed at this process.
+ * The progress thread's look (mca_btl_ofi_look_fn_t): drive every context
+ * the application did not enter since the previous look.
  */
-void mca_btl_ofi_progress_thread_enable(bool can_sleep);
-/** Stop and join it, and enable it no more; does nothing when it is not running. */
-void mca_btl_ofi_progress_thread_stop(void);
-/**
- * A registration that peers may write, read or apply atomics to was taken
- * (@p delta 1) or released (-1).  While none is held no peer can aim a
- * one-sided operation at us, and the thread waits with no timer.
- */
-void mca_btl_ofi_progress_expose(int delta);
+bool mca_btl_ofi_contexts_look(bool *busy);
 /** Progress every context of one module; returns the completions handed out. */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 /**
@@ -868,6 +867,14 @@ static inline int64_t mca_btl_ofi_add64(opal_atomic_int64_t *where, int64_t valu
 static inline void mca_btl_ofi_app_add64(opal_atomic_int64_t *where, int64_t value)
 {
     (void) mca_btl_ofi_add_to(where, value, mca_btl_ofi_app_threaded());
+}
+
+/** An application thread is in @p context: its progress thread stays out
+ * until the application has left it alone for a whole look period.  Only
+ * a change matters, so an increment lost to a race is harmless. */
+static inline void mca_btl_ofi_context_entered(mca_btl_ofi_context_t *context)
+{
+    context->app_progress = context->app_progress + 1;
 }
 
 static inline void mca_btl_ofi_count(mca_btl_ofi_module_t *module, mca_btl_ofi_counter_t which,

@@ -42,12 +42,25 @@ static void register_pvars(void);
 /* ------------------------------------------------------------------ */
 /* Parameters                                                          */
 
-static int register_int(const char *name, const char *help, int *storage, int value)
+static int register_int_at(mca_base_var_info_lvl_t level, const char *name, const char *help,
+                           int *storage, int value)
 {
     *storage = value;
     return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
-                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int register_int(const char *name, const char *help, int *storage, int value)
+{
+    return register_int_at(OPAL_INFO_LVL_5, name, help, storage, value);
+}
+
+/* The progress thread's internals (docs/design.md, "Progress"): measured
+ * knobs, not what a user tunes, so out of the ordinary ompi_info view. */
+static int register_progress_internal(const char *name, const char *help, int *storage, int value)
+{
+    return register_int_at(OPAL_INFO_LVL_9, name, help, storage, value);
 }
 
 static int register_bool(const char *name, const char *help, bool *storage, bool value)
@@ -91,61 +104,69 @@ static int mca_btl_ofi_component_register(void)
                         "without the application's progress before the thread drives it, in "
                         "microseconds (10..1000000)",
                         &c->progress_idle_us, 100);
-    (void) register_int("progress_wake_us",
-                        "How long an origin's one-sided operations go without any completion "
-                        "before it wakes their targets' progress threads (a datagram to each), "
-                        "so that a target computing outside MPI serves them at once, in "
-                        "microseconds; 0: never, the threads keep to btl_ofi_progress_idle_us "
-                        "(0..1000000)",
-                        &c->progress_wake_us, 100);
-    (void) register_int("progress_gap_us",
-                        "Least time between two looks of the progress thread, however often "
-                        "peers wake it, in microseconds: it shares its rank's core, and one "
-                        "that runs too often is made to wait by the scheduler (0..1000000)",
-                        &c->progress_gap_us, 250);
-    (void) register_int("progress_slice_us",
-                        "Time slice the progress thread asks of the scheduler, in microseconds "
-                        "(Linux 6.12 and later, which clamp it to 100..100000): a short slice "
-                        "lets the thread, woken while its rank computes, run before the rank's "
-                        "own slice ends; it takes no more time than before; 0: the kernel's "
-                        "default (0..100000)",
-                        &c->progress_slice_us, 100);
-    (void) register_int("progress_nudge_us",
-                        "How long after its timer the progress thread may wait to run before a "
-                        "second timer, on its CPU, makes the scheduler choose again, in "
-                        "microseconds: a woken thread the scheduler passes over otherwise "
-                        "waits for the next tick (up to 4 ms); 0: no second timer (0..1000000)",
-                        &c->progress_nudge_us, 200);
-    (void) register_int("progress_rt_priority",
-                        "Real-time priority (SCHED_RR) the progress thread asks for, where the "
-                        "process may have one (root, CAP_SYS_NICE or a site's RLIMIT_RTPRIO): "
-                        "woken while its rank computes, the thread then runs at once instead "
-                        "of, now and then, a scheduler tick later; its looks are short and it "
-                        "sleeps between them; 0: the normal scheduler (0..99)",
-                        &c->progress_rt_priority, 0);
-    (void) register_int("progress_sleep_us",
-                        "How often the progress thread looks while nothing has been aimed at "
-                        "this process for btl_ofi_progress_linger_us (no wake-up, no "
-                        "completion), in microseconds; waiting origins wake it sooner. Applies "
-                        "only where every peer can wake the thread (btl_ofi_progress_wake_us "
-                        "above 0 and an address to publish), else it keeps "
-                        "btl_ofi_progress_idle_us (10..10000000)",
-                        &c->progress_sleep_us, 50000);
-    (void) register_int("progress_linger_us",
-                        "How long the progress thread keeps looking every "
-                        "btl_ofi_progress_idle_us after the last sign of traffic aimed at this "
-                        "process (a wake-up, a completion it read, operations of its own "
-                        "outstanding), in microseconds (0..10000000)",
-                        &c->progress_linger_us, 10000);
+    (void) register_progress_internal(
+        "progress_wake_us",
+        "How long an origin's one-sided operations go without any completion "
+        "before it wakes their targets' progress threads (a datagram to each), "
+        "so that a target computing outside MPI serves them at once, in "
+        "microseconds; 0: never, the threads keep to btl_ofi_progress_idle_us "
+        "(0..1000000)",
+        &c->progress_wake_us, 100);
+    (void) register_progress_internal(
+        "progress_gap_us",
+        "Least time between two looks of the progress thread, however often "
+        "peers wake it, in microseconds: it shares its rank's core, and one "
+        "that runs too often is made to wait by the scheduler (0..1000000)",
+        &c->progress_gap_us, 250);
+    (void) register_progress_internal(
+        "progress_slice_us",
+        "Time slice the progress thread asks of the scheduler, in microseconds "
+        "(Linux 6.12 and later, which clamp it to 100..100000): a short slice "
+        "lets the thread, woken while its rank computes, run before the rank's "
+        "own slice ends; it takes no more time than before; 0: the kernel's "
+        "default (0..100000)",
+        &c->progress_slice_us, 100);
+    (void) register_progress_internal(
+        "progress_nudge_us",
+        "How long after its timer the progress thread may wait to run before a "
+        "second timer, on its CPU, makes the scheduler choose again, in "
+        "microseconds: a woken thread the scheduler passes over otherwise "
+        "waits for the next tick (up to 4 ms); 0: no second timer (0..1000000)",
+        &c->progress_nudge_us, 200);
+    (void) register_progress_internal(
+        "progress_rt_priority",
+        "Real-time priority (SCHED_RR) the progress thread asks for, where the "
+        "process may have one (root, CAP_SYS_NICE or a site's RLIMIT_RTPRIO): "
+        "woken while its rank computes, the thread then runs at once instead "
+        "of, now and then, a scheduler tick later; its looks are short and it "
+        "sleeps between them; 0: the normal scheduler (0..99)",
+        &c->progress_rt_priority, 0);
+    (void) register_progress_internal(
+        "progress_sleep_us",
+        "How often the progress thread looks while nothing has been aimed at "
+        "this process for btl_ofi_progress_linger_us (no wake-up, no "
+        "completion), in microseconds; waiting origins wake it sooner. Applies "
+        "only where every peer can wake the thread (btl_ofi_progress_wake_us "
+        "above 0 and an address to publish), else it keeps "
+        "btl_ofi_progress_idle_us (10..10000000)",
+        &c->progress_sleep_us, 50000);
+    (void) register_progress_internal(
+        "progress_linger_us",
+        "How long the progress thread keeps looking every "
+        "btl_ofi_progress_idle_us after the last sign of traffic aimed at this "
+        "process (a wake-up, a completion it read, operations of its own "
+        "outstanding), in microseconds (0..10000000)",
+        &c->progress_linger_us, 10000);
     (void) register_int("num_contexts_per_module",
                         "Communication contexts (TX/RX pairs) per module; more than 1 needs a "
                         "scalable endpoint and is clamped to what the domain offers (1..64)",
                         &c->num_contexts_per_module, 1);
     (void) register_bool("disable_sep", "Never use a scalable endpoint", &c->disable_sep, false);
-    (void) register_int("progress_threshold",
-                        "Outstanding operations per context after which posting an operation "
-                        "first drives progress (1..1000000)",
-                        &c->progress_threshold, 64);
+    (void) register_progress_internal(
+        "progress_threshold",
+        "Outstanding operations per context after which posting an operation "
+        "first drives progress (1..1000000)",
+        &c->progress_threshold, 64);
     (void) register_int("rd_num",
                         "Receive buffers posted per context for two-sided traffic "
                         "(1..8192)",
@@ -758,40 +779,46 @@ out:
     fi_freeinfo(list);
 }
 
-/* The thread is decided per provider: one that moves data on its own
- * needs none.  Without it, progress stays the application's alone. */
-/* Without the socket, threads keep to their timer. */
-static void open_wake_socket(void)
+/* The IPv4 address of our provider's endpoint (network order), 0 when it
+ * has none: where peers on other nodes reach our wake-up socket. */
+static uint32_t endpoint_ip4(void)
 {
-    int err = mca_btl_ofi_wake_open();
+    mca_btl_ofi_module_t *lead = mca_btl_ofi_component.modules[0];
+
+    return mca_btl_ofi_wake_ip4(lead->ep_name, lead->ep_name_len, lead->info->addr_format);
+}
+
+/* Without the channel, threads keep to their timer. */
+static void open_wake_channel(void)
+{
+    int err = mca_btl_ofi_wake_open(endpoint_ip4());
 
     if (0 == err) {
-        MCA_BTL_OFI_VERBOSE(10, "wake-ups: UDP socket open");
+        MCA_BTL_OFI_VERBOSE(10, "wake-ups: channel open");
     } else {
         MCA_BTL_OFI_VERBOSE(1, "no wake-ups between progress threads: %s; threads keep their timer",
                             strerror(err));
     }
 }
 
-/* Whether every peer can wake our thread: our wake-up port is published
- * and, in a job that spans nodes, our provider gave us an IPv4 address
- * to publish with it. */
+/* Whether every peer can wake our thread: a wake-up port is published
+ * and, in a job that spans nodes, one on our provider's address too. */
 static bool thread_can_sleep(void)
 {
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_wake_addr_t self;
 
-    return c->progress_wake_us > 0 && 0 != mca_btl_ofi_wake_port()
-           && (job_on_one_node()
-               || 0
-                      != mca_btl_ofi_wake_ip4(c->modules[0]->ep_name, c->modules[0]->ep_name_len,
-                                              c->modules[0]->info->addr_format));
+    mca_btl_ofi_wake_self(&self);
+    return mca_btl_ofi_component.progress_wake_us > 0 && 0 != self.port
+           && (job_on_one_node() || 0 != self.net_port);
 }
 
+/* The thread is decided per provider: one that moves data on its own
+ * needs none.  Without it, progress stays the application's alone. */
 static void start_progress_thread(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_progress_setup_t setup = { .look = mca_btl_ofi_contexts_look };
     const char *why = NULL;
-    bool can_sleep;
 
     if (!mca_btl_ofi_progress_thread_wanted(
             c->progress_thread, c->modules[0]->info->domain_attr->data_progress, &why)) {
@@ -801,9 +828,9 @@ static void start_progress_thread(void)
     /* the thread may come at any registration: the locks are real now */
     c->threaded = true;
     mca_btl_ofi_wake_listen(true);
-    can_sleep = thread_can_sleep();
-    mca_btl_ofi_progress_thread_enable(can_sleep);
-    if (can_sleep) {
+    setup.can_sleep = thread_can_sleep();
+    mca_btl_ofi_progress_thread_enable(&setup);
+    if (setup.can_sleep) {
         MCA_BTL_OFI_VERBOSE(1,
                             "progress thread on: %s; it starts when memory is first exposed, "
                             "looks every %d us while traffic is aimed at this process and "
@@ -895,7 +922,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         open_same_host_module(&filter, threads);
     }
     if (c->progress_wake_us > 0) {
-        open_wake_socket();
+        open_wake_channel();
     }
     /* before the modex: it publishes where the thread takes wake-ups */
     start_progress_thread();

@@ -8,7 +8,7 @@
 
 /*
  * Puts and gets to a peer on this host as one copy into or out of its
- * memory (btl_ofi_copy.c).  Plain data in and out, like btl_ofi_wake.h,
+ * memory (btl_ofi_copy.c).  Plain data in and out, like btl_ofi_progress.h,
  * so that a unit test drives it without the component.
  */
 #ifndef MCA_BTL_OFI_COPY_H

@@ -116,6 +116,18 @@ void mca_btl_ofi_name_fini(mca_btl_ofi_module_t *module)
     module->ep_name_len = 0;
 }
 
+/* Where our progress thread takes wake-ups, and the key they must carry. */
+static void publish_wake_address(mca_btl_ofi_modex_hdr_t *hdr)
+{
+    mca_btl_ofi_wake_addr_t self;
+
+    mca_btl_ofi_wake_self(&self);
+    hdr->wake_ip4 = self.ip4;
+    hdr->wake_port = self.port;
+    hdr->wake_net_port = self.net_port;
+    hdr->wake_key = self.key;
+}
+
 int mca_btl_ofi_modex_send(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
@@ -134,11 +146,7 @@ int mca_btl_ofi_modex_send(void)
     hdr->magic = MCA_BTL_OFI_MODEX_MAGIC;
     hdr->module_count = (uint32_t) c->module_count;
     strncpy(hdr->provider, c->provider_name, sizeof(hdr->provider) - 1);
-    hdr->wake_port = mca_btl_ofi_wake_port();
-    hdr->wake_ip4 = 0 != hdr->wake_port
-                        ? mca_btl_ofi_wake_ip4(c->modules[0]->ep_name, c->modules[0]->ep_name_len,
-                                               c->modules[0]->info->addr_format)
-                        : 0;
+    publish_wake_address(hdr);
     hdr->host = *mca_btl_ofi_host_id_self();
     p = (unsigned char *) (hdr + 1);
     for (int i = 0; i < c->module_count; ++i) {
@@ -206,8 +214,12 @@ static void show_unreachable(mca_btl_ofi_module_t *module, opal_proc_t *proc, co
 static void read_wake_address(mca_btl_ofi_endpoint_t *endpoint, const void *blob)
 {
     const mca_btl_ofi_modex_hdr_t *hdr = blob;
+    mca_btl_ofi_wake_addr_t peer = { .ip4 = hdr->wake_ip4,
+                                     .port = hdr->wake_port,
+                                     .net_port = hdr->wake_net_port,
+                                     .key = hdr->wake_key };
 
-    mca_btl_ofi_wake_to_init(&endpoint->wake, hdr->wake_ip4, hdr->wake_port,
+    mca_btl_ofi_wake_to_init(&endpoint->wake, &peer,
                              OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags));
 }
 

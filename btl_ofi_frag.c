@@ -394,6 +394,7 @@ static mca_btl_ofi_frag_t *frag_alloc(mca_btl_ofi_module_t *module,
     mca_btl_ofi_frag_list_t *list;
     mca_btl_ofi_frag_t *frag;
 
+    mca_btl_ofi_context_entered(context);
     if (OPAL_UNLIKELY(size > mca_btl_ofi_component.max_send_size)) {
         return NULL;
     }

@@ -150,6 +150,7 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
 {
     mca_btl_ofi_comp_t *comp;
 
+    mca_btl_ofi_context_entered(context);
     if (OPAL_UNLIKELY(context->outstanding >= mca_btl_ofi_component.progress_threshold)) {
         mca_btl_ofi_context_poll(context);
     }

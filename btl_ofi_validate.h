@@ -240,15 +240,16 @@ int mca_btl_ofi_widen_sockets_to(const struct sockaddr *peer, size_t peer_len, i
  * past the end.
  */
 #define MCA_BTL_OFI_MODEX_PROV_LEN 64
-#define MCA_BTL_OFI_MODEX_MAGIC    0x4f464933u /**< "OFI3": first word of the blob */
+#define MCA_BTL_OFI_MODEX_MAGIC    0x4f464934u /**< "OFI4": first word of the blob */
 
 typedef struct mca_btl_ofi_modex_hdr_t {
     uint32_t magic;                            /**< MCA_BTL_OFI_MODEX_MAGIC */
     uint32_t module_count;                     /**< names that follow */
     char provider[MCA_BTL_OFI_MODEX_PROV_LEN]; /**< the sender's provider, NUL-terminated */
     uint32_t wake_ip4;          /**< IPv4 (network order) other nodes wake our thread at, or 0 */
-    uint16_t wake_port;         /**< UDP port (host order) of that wake-up, 0 without a thread */
-    uint16_t reserved;          /**< zero */
+    uint16_t wake_port;         /**< UDP port (host order) on 127.0.0.1, 0 without a thread */
+    uint16_t wake_net_port;     /**< UDP port (host order) on wake_ip4, 0: none */
+    uint64_t wake_key;          /**< what our thread's wake-ups must carry */
     mca_btl_ofi_host_id_t host; /**< who may copy into our memory (btl_ofi_copy.h) */
 } mca_btl_ofi_modex_hdr_t;
 
@@ -266,7 +267,7 @@ int mca_btl_ofi_modex_parse(const void *blob, size_t size, const char *provider,
                             const void **name, size_t *len, const char **why);
 
 /*
- * Wake-ups of a peer's progress thread (btl_ofi_wake.c).  An origin whose
+ * Wake-ups of a peer's progress thread (btl_ofi_progress.c).  An origin whose
  * one-sided operations have seen no completion for a while sends the
  * target's thread a datagram, so that a target computing outside MPI is
  * served now rather than at its thread's next timed look.

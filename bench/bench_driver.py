@@ -309,6 +309,8 @@ class Bench:
         self.cfg = dict(MODES[self.mode])
         if args.rounds:
             self.cfg["rounds"] = args.rounds
+        if args.sizes:
+            self.cfg["sizes"] = args.sizes
         self.rounds = self.cfg["rounds"]
         self.provider = args.provider
         self.out = None
@@ -783,16 +785,17 @@ class Bench:
         self.started = time.time()
         self.load_at_start = " ".join("%.2f" % x for x in os.getloadavg())
         self.progress_total = self.count_progress()
-        for rnd in range(1, self.rounds + 1):
-            for impl in IMPLS:
-                for group, tests, sizes in self.build_launches(impl, rnd):
-                    # the lock rows are one-sided: refused with the osc group
-                    key = (impl, "osc" if group == "lock" else group)
-                    if key in self.refused or key in self.wrong_provider:
-                        continue
-                    self.run_plan_item(impl, group, tests, sizes, rnd)
-                    self.progress_total = max(self.count_progress(), self.progress_done)
-            self.mark_structural(rnd)
+        with CompetingLoad(self.args.load):
+            for rnd in range(1, self.rounds + 1):
+                for impl in IMPLS:
+                    for group, tests, sizes in self.build_launches(impl, rnd):
+                        # the lock rows are one-sided: refused with the osc group
+                        key = (impl, "osc" if group == "lock" else group)
+                        if key in self.refused or key in self.wrong_provider:
+                            continue
+                        self.run_plan_item(impl, group, tests, sizes, rnd)
+                        self.progress_total = max(self.count_progress(), self.progress_done)
+                self.mark_structural(rnd)
         self.elapsed = time.time() - self.started
         return self.report()
 
@@ -1278,6 +1281,44 @@ def ratio(a, b):
     return a / b
 
 
+class CompetingLoad:
+    """--load N: N CPU-bound processes in a session of their own beside the
+    jobs, as other users' work or daemons are, for the whole run; ended
+    however the run ends."""
+
+    def __init__(self, count):
+        self.count = count or 0
+        self.procs = []
+
+    def __enter__(self):
+        for _ in range(self.count):
+            self.procs.append(subprocess.Popen(
+                ["sh", "-c", "while :; do :; done"], start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
+        if self.count:
+            say("== competing load: %d CPU-bound process(es) in their own session"
+                % self.count)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+        return False
+
+
+def size_list(spec):
+    """--sizes: comma-separated byte counts, K and M suffixes allowed."""
+    out = []
+    for word in spec.split(","):
+        m = re.fullmatch(r"(\d+)([KkMm]?)", word.strip())
+        if not m:
+            raise argparse.ArgumentTypeError("not a size: %r" % word)
+        out.append(int(m.group(1)) << {"": 0, "k": 10, "m": 20}[m.group(2).lower()])
+    return sorted(set(out))
+
+
 def fmt_num(v):
     if v is None:
         return "-"
@@ -1318,6 +1359,10 @@ def main():
     ap.add_argument("--tests", help="comma-separated subset of: " + " ".join(all_benchmarks()))
     ap.add_argument("--impls", default=",".join(IMPLS),
                     help="comma-separated subset of: " + " ".join(IMPLS))
+    ap.add_argument("--sizes", type=size_list,
+                    help="comma-separated message sizes instead of the mode's (8,64K,1M)")
+    ap.add_argument("--load", type=int, default=0,
+                    help="N CPU-bound processes in their own session beside the jobs")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--raw-spin", action="store_true",
                     help="run fi_bench with -S (spin, never yield)")

@@ -62,12 +62,12 @@ $(UNIT_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/%.c $(VALIDATE_SOURCES) $(VALI
 
 # Component files that need Open MPI but no MPI job, each against fakes of
 # what it calls (tests/unit/opal/test_*.c): linked with the component's
-# objects (context, with the wake-up socket and the pure decisions it
-# uses) and libopen-pal.  btl_ofi_context.c for the order of completions.
+# objects (context, the progress subsystem and the pure decisions they
+# use) and libopen-pal.  btl_ofi_context.c for the order of completions.
 UNIT_OPAL_TESTS := $(patsubst $(TESTS_DIR)/unit/opal/%.c,$(BUILD)/unit/%,\
     $(wildcard $(TESTS_DIR)/unit/opal/test_*.c))
 
-UNIT_OPAL_OBJECTS := $(BUILD)/obj/btl_ofi_context.o $(BUILD)/obj/btl_ofi_wake.o \
+UNIT_OPAL_OBJECTS := $(BUILD)/obj/btl_ofi_context.o $(BUILD)/obj/btl_ofi_progress.o \
     $(BUILD)/obj/btl_ofi_validate.o $(BUILD)/obj/btl_ofi_copy.o
 
 $(UNIT_OPAL_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/opal/%.c $(UNIT_OPAL_OBJECTS) \

@@ -27,7 +27,7 @@ DESIGNED = [
     "btl_ofi_atomics.c",
     "btl_ofi_frag.c",
     "btl_ofi_validate.c",
-    "btl_ofi_wake.c",
+    "btl_ofi_progress.c",
     "btl_ofi_copy.c",
 ]
 

@@ -723,13 +723,21 @@ static void test_modex_carries_wake_address(void **state)
     memcpy(&hdr, buf, sizeof(hdr));
     hdr.wake_ip4 = 0x0a000002;
     hdr.wake_port = 4711;
+    hdr.wake_net_port = 4712;
+    hdr.wake_key = 0x0123456789abcdefull;
     memcpy(buf, &hdr, sizeof(hdr));
     /* the names after the header are found as before */
     assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "tcp;ofi_rxm", 0, &name, &len, &why), 0);
     assert_memory_equal(name, names[0], len);
     memcpy(&hdr, buf, sizeof(hdr));
     assert_int_equal(hdr.wake_port, 4711);
-    /* a blob of the layout before the wake-up fields is refused, not misread */
+    assert_int_equal(hdr.wake_net_port, 4712);
+    assert_true(hdr.wake_key == 0x0123456789abcdefull);
+    /* blobs of the layouts before the wake-up fields and before the wake-up
+     * key are refused, not misread */
+    hdr.magic = 0x4f464933u;
+    memcpy(buf, &hdr, sizeof(hdr));
+    assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "tcp;ofi_rxm", 0, &name, &len, &why), -1);
     hdr.magic = 0x4f464931u;
     memcpy(buf, &hdr, sizeof(hdr));
     assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "tcp;ofi_rxm", 0, &name, &len, &why), -1);

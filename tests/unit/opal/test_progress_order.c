@@ -223,7 +223,8 @@ static void run(interleave_fn_t interleave, int expect_delivered)
     fake.queued = EVENTS;
     assert_int_equal(0, pthread_create(&fake.app, NULL, app_main, NULL));
     /* the thread comes with the first exposed registration */
-    mca_btl_ofi_progress_thread_enable(false);
+    mca_btl_ofi_progress_thread_enable(
+        &(mca_btl_ofi_progress_setup_t){ .look = mca_btl_ofi_contexts_look });
     mca_btl_ofi_progress_expose(1);
     assert_int_equal(0, pthread_join(fake.app, NULL));
     assert_true(fake.thread_waiting);
