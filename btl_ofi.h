@@ -407,6 +407,11 @@ typedef struct mca_btl_ofi_context_t {
      * only add to it, the progress thread only reads it (a change is all it
      * looks for) */
     volatile uint64_t app_progress;
+    /** application threads inside a provider post call (mca_btl_ofi_post;
+     * atomic when app_threads): one post can outlast a look (shm copies a
+     * large put within fi_write), and the thread must not take it for
+     * absence */
+    opal_atomic_int64_t app_posting;
 
     /* btl_ofi_rdma.c */
     opal_free_list_t comps; /**< one-sided operations; thread-safe by itself */

@@ -503,6 +503,8 @@ static inline bool work_due(const mca_btl_ofi_context_t *context)
  * operations.  The progress thread passes false: parked completions stay
  * for an application thread, and those it reads that would call the layer
  * above are parked behind them; until they are, the CQ is left alone.
+ * Returns the completions handed out, or -1 when another thread was in
+ * the context (the progress thread then counts the application present).
  */
 static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
 {
@@ -512,11 +514,11 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
     bool holding = false;
 
     if (!delivery_begin(context)) {
-        return 0; /* another thread is reading and delivering right now */
+        return -1; /* another thread is reading and delivering right now */
     }
     if (!context_trylock(context)) {
-        delivery_end(context); /* a posting path is polling this CQ */
-        return 0;
+        delivery_end(context); /* a posting path or a long provider call */
+        return -1;
     }
     if (OPAL_UNLIKELY(work_due(context))) {
         n = context->work(context, events, MCA_BTL_OFI_FAILED_MAX);
@@ -559,7 +561,9 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
 
 int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 {
-    return progress_context(context, true);
+    int n = progress_context(context, true);
+
+    return n > 0 ? n : 0;
 }
 
 void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
@@ -680,13 +684,14 @@ int mca_btl_ofi_progress(void)
 
 /* A context the application did not touch since the last look gets the
  * thread's progress; returns the completions that took, -1 when the
- * application had been there. */
+ * application had been there or is in it now (one provider call that
+ * outlasts a look, such as shm copying a window of large puts). */
 static int look_at(mca_btl_ofi_context_t *context)
 {
     uint64_t seen = context->app_progress;
     int n = -1;
 
-    if (seen == context->thread_seen) {
+    if (seen == context->thread_seen && 0 == context->app_posting) {
         n = progress_context(context, false);
     } else {
         context->thread_seen = seen;

@@ -620,12 +620,13 @@ static look_cause_t wait_on(struct pollfd *fds, nfds_t nfds, int timeout_us, int
  * of the gap before the look.  So a thread that nothing wakes, the usual
  * case while nothing is aimed at its rank, is woken once per look, not
  * twice (a wait for the gap, then one for the rest). */
-static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap, int *wakeups)
+static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap, bool listen,
+                                     int *wakeups)
 {
     int64_t start, left, due;
     look_cause_t cause;
 
-    if (fds[FD_WAKE].fd < 0 || timeout_us < 0 || gap >= timeout_us) {
+    if (!listen || fds[FD_WAKE].fd < 0 || timeout_us < 0 || gap >= timeout_us) {
         return wait_on(fds, FD_WAKE, timeout_us, wakeups);
     }
     start = mca_btl_ofi_now_ns();
@@ -742,6 +743,7 @@ static void *progress_thread_main(void *arg)
                                      .interval_us = c->progress_idle_us,
                                      .sleep_us = c->progress_sleep_us };
     int64_t last_traffic = mca_btl_ofi_now_ns();
+    bool app_present = false;
 
     (void) arg;
     /* so that top -H, ps -L and perf name it */
@@ -753,14 +755,20 @@ static void *progress_thread_main(void *arg)
      * whole idle period: ask for 1 us (a timerfd has no slack) */
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     for (;;) {
-        int wakeups = 0;
+        int wakeups = 0, timeout_us;
         bool busy = false, stepped_in;
         look_cause_t cause;
 
         plan.exposed = progress_thread.exposed > 0;
         plan.quiet_ns = mca_btl_ofi_now_ns() - last_traffic;
-        cause =
-            sleep_until_look(fds, mca_btl_ofi_look_after_us(&plan), c->progress_gap_us, &wakeups);
+        timeout_us = mca_btl_ofi_look_after_us(&plan);
+        /* The application was in every context at the last look: an
+         * origin's wake-up could only find it there again, and waking the
+         * thread would take the core from a rank that is communicating.
+         * So the timer alone ends an awake wait; wake-ups that came in the
+         * meantime are read by the next wait that listens. */
+        cause = sleep_until_look(fds, timeout_us, c->progress_gap_us,
+                                 !app_present || timeout_us != plan.interval_us, &wakeups);
         if (LOOK_STOP == cause) {
             break;
         }
@@ -776,6 +784,7 @@ static void *progress_thread_main(void *arg)
             last_traffic = mca_btl_ofi_now_ns();
         }
         plan.interval_us = next_interval_us(plan.interval_us, stepped_in);
+        app_present = !stepped_in;
     }
     return NULL;
 }

@@ -234,7 +234,9 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
         mca_btl_ofi_app_add64(&comp->rail_endpoint->outstanding, 1);
     }
     for (int attempt = 0;; ++attempt) {
+        mca_btl_ofi_app_add64(&context->app_posting, 1);
         rc = post(comp, arg);
+        mca_btl_ofi_app_add64(&context->app_posting, -1);
         if (OPAL_LIKELY(0 == rc)) {
             mca_btl_ofi_sockets_posted(endpoint);
             return OPAL_SUCCESS;
