@@ -353,6 +353,7 @@ static struct {
     bool enabled;                /**< component init wants a thread */
     bool can_sleep;              /**< peers can wake it: the sleep period applies */
     mca_btl_ofi_look_fn_t look;  /**< what a look does */
+    int period_us;               /**< its period while traffic shows */
     bool running;                /**< created and not joined; under start_lock */
     opal_atomic_int64_t exposed; /**< registrations with remote access held */
     pthread_mutex_t start_lock;  /**< serialises creation against stop */
@@ -562,7 +563,7 @@ static int wait_with_timer(struct pollfd *fds, nfds_t nfds, int timeout_us)
  * every btl_ofi_progress_idle_us as soon as a context was left idle. */
 static int next_interval_us(int interval, bool stepped_in)
 {
-    int base = mca_btl_ofi_component.progress_idle_us;
+    int base = progress_thread.period_us;
 
     if (stepped_in) {
         return base;
@@ -740,7 +741,7 @@ static void *progress_thread_main(void *arg)
     };
     mca_btl_ofi_look_plan_t plan = { .can_sleep = progress_thread.can_sleep,
                                      .linger_ns = (int64_t) c->progress_linger_us * 1000,
-                                     .interval_us = c->progress_idle_us,
+                                     .interval_us = progress_thread.period_us,
                                      .sleep_us = c->progress_sleep_us };
     int64_t last_traffic = mca_btl_ofi_now_ns();
     bool app_present = false;
@@ -794,6 +795,8 @@ void mca_btl_ofi_progress_thread_enable(const mca_btl_ofi_progress_setup_t *setu
     progress_thread.enabled = true;
     progress_thread.can_sleep = setup->can_sleep;
     progress_thread.look = setup->look;
+    progress_thread.period_us =
+        setup->period_us > 0 ? setup->period_us : mca_btl_ofi_component.progress_idle_us;
 }
 
 static void close_thread_fds(void)

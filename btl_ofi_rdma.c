@@ -18,8 +18,10 @@
 
 #include "opal_config.h"
 
+#include <sched.h>
 #include <string.h>
 
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/error.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
@@ -1079,17 +1081,27 @@ static int64_t module_outstanding(mca_btl_ofi_module_t *module)
 }
 
 /* A flush covers every rail and the same-host module: the lead's
- * operations complete on all. */
+ * operations complete on all.  A pass that completed nothing yields the
+ * core where Open MPI's own progress would (mpi_yield_when_idle, set when
+ * ranks outnumber cores): osc/rdma waits in our flush rather than in
+ * opal_progress, and an origin that spins there keeps its targets, which
+ * must progress for its operations to complete, off the core for a whole
+ * time slice. */
 static void progress_rails(mca_btl_ofi_module_t *module)
 {
+    int events = 0;
+
     for (int r = 0; r < module->num_rails; ++r) {
         if (0 == r && mca_btl_ofi_network_pass_skipped(module)) {
             continue;
         }
-        (void) mca_btl_ofi_progress_module(module->rails[r]);
+        events += mca_btl_ofi_progress_module(module->rails[r]);
     }
     if (NULL != module->same_host) {
-        (void) mca_btl_ofi_progress_module(module->same_host);
+        events += mca_btl_ofi_progress_module(module->same_host);
+    }
+    if (0 == events && opal_progress_yield_when_idle) {
+        (void) sched_yield();
     }
 }
 

@@ -39,9 +39,9 @@ BENCH_PVARS_DIR := $(BTL_OFI_ROOT)/tests/common
 MPI_BENCH_UTIL := $(BTL_OFI_ROOT)/bench/mpi_bench_util.c $(BTL_OFI_ROOT)/bench/mpi_bench_util.h \
     $(BENCH_PVARS_DIR)/btl_ofi_pvars.c $(BENCH_PVARS_DIR)/btl_ofi_pvars.h
 
-BENCH_PROGS += $(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax
+BENCH_PROGS += $(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax $(BUILD)/scale_put
 
-$(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax: $(BUILD)/%: $(BTL_OFI_ROOT)/bench/%.c $(MPI_BENCH_UTIL) \
+$(BUILD)/osc_bench $(BUILD)/p2p_bench $(BUILD)/compute_tax $(BUILD)/scale_put: $(BUILD)/%: $(BTL_OFI_ROOT)/bench/%.c $(MPI_BENCH_UTIL) \
     $(BTL_OFI_ROOT)/bench/compute_work.h
 	@mkdir -p $(@D)
 	$(MPICC) $(MPI_BENCH_CFLAGS) -I$(BENCH_PVARS_DIR) -o $@ $< \
