@@ -29,13 +29,7 @@ import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.environ.get("BTL_OFI_BUILD", os.path.join(ROOT, "build"))
-MPIRUN = os.path.join(ROOT, "contrib", "mpirun")
-MPIEXEC = os.path.join(ROOT, "contrib", "mpiexec")
-MPICH_BUILD = os.environ.get("BTL_OFI_MPICH_BUILD", "")
-MPICH_SKIP = os.environ.get("BTL_OFI_MPICH_SKIP", "") or \
-    ("" if MPICH_BUILD else "not built (contrib/setup --peers)")
+from bench_paths import BUILD, MPICH_BUILD, MPICH_SKIP, MPIEXEC, MPIRUN
 
 # (name, what it is)
 IMPLS = (("ours", "ours, progress thread default"),
