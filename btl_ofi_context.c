@@ -693,9 +693,11 @@ static int look_at(mca_btl_ofi_context_t *context)
 
     if (seen == context->thread_seen && 0 == context->app_posting) {
         n = progress_context(context, false);
-    } else {
-        context->thread_seen = seen;
+        /* the replies the thread sent in there (atomics the target
+         * applies) entered the context too: that was not the application */
+        seen = context->app_progress;
     }
+    context->thread_seen = seen;
     return n;
 }
 

@@ -620,17 +620,21 @@ static look_cause_t wait_on(struct pollfd *fds, nfds_t nfds, int timeout_us, int
  * gap of the last look (the caller's previous return) waits out the rest
  * of the gap before the look.  So a thread that nothing wakes, the usual
  * case while nothing is aimed at its rank, is woken once per look, not
- * twice (a wait for the gap, then one for the rest). */
-static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap, bool listen,
+ * twice (a wait for the gap, then one for the rest).  The first @p deaf_us
+ * of the wait listen to the timer alone; wake-ups that came meanwhile end
+ * the rest of it at once. */
+static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap, int deaf_us,
                                      int *wakeups)
 {
-    int64_t start, left, due;
+    int64_t start = mca_btl_ofi_now_ns(), left, due;
     look_cause_t cause;
 
-    if (!listen || fds[FD_WAKE].fd < 0 || timeout_us < 0 || gap >= timeout_us) {
+    if (fds[FD_WAKE].fd < 0 || timeout_us < 0 || gap >= timeout_us || deaf_us >= timeout_us) {
         return wait_on(fds, FD_WAKE, timeout_us, wakeups);
     }
-    start = mca_btl_ofi_now_ns();
+    if (deaf_us > 0 && LOOK_TIMER != (cause = wait_on(fds, FD_WAKE, deaf_us, wakeups))) {
+        return cause;
+    }
     due = start + (int64_t) timeout_us * 1000;
     do {
         left = due - mca_btl_ofi_now_ns();
@@ -763,13 +767,14 @@ static void *progress_thread_main(void *arg)
         plan.exposed = progress_thread.exposed > 0;
         plan.quiet_ns = mca_btl_ofi_now_ns() - last_traffic;
         timeout_us = mca_btl_ofi_look_after_us(&plan);
-        /* The application was in every context at the last look: an
-         * origin's wake-up could only find it there again, and waking the
-         * thread would take the core from a rank that is communicating.
-         * So the timer alone ends an awake wait; wake-ups that came in the
-         * meantime are read by the next wait that listens. */
+        /* The application was in every context at the last look: origins
+         * that wait on a rank which is communicating wake its thread for
+         * nothing, and each wake-up takes the rank's core.  The thread would
+         * not look within the gap anyway, so it does not listen then: a
+         * wake-up costs no context switch, and one that came meanwhile
+         * starts the look as soon as the gap is over, as before. */
         cause = sleep_until_look(fds, timeout_us, c->progress_gap_us,
-                                 !app_present || timeout_us != plan.interval_us, &wakeups);
+                                 app_present ? c->progress_gap_us : 0, &wakeups);
         if (LOOK_STOP == cause) {
             break;
         }
