@@ -6,6 +6,8 @@ two contrib/bench runs of the same provider (the second with --load).
   progress_ab.py IDLE_DIR LOAD_DIR                print the table
   progress_ab.py IDLE_DIR LOAD_DIR --write FILE   replace the block between
       <!-- progress-ab:PROVIDER:begin ... --> and <!-- progress-ab:PROVIDER:end -->
+  ... --summary FILE   also the one-line verdict between
+      <!-- progress-summary:PROVIDER:begin ... --> and <!-- progress-summary:PROVIDER:end -->
 
 Each cell is the median over the rounds with its range; the ratio is
 ours/off, and a verdict says whether the row meets docs/design.md's
@@ -81,7 +83,9 @@ def size_word(n):
     return "%d B" % n
 
 
-def table(idle_dir, load_dir):
+def table(idle_dir, load_dir, tally):
+    """The table's lines; @p tally gets {condition: [meets, within noise,
+    misses, worst (ratio, row)]}."""
     idle, units = read_samples(idle_dir)
     load, _ = read_samples(load_dir)
     upstream = any("upstream" in v for v in idle.values())
@@ -102,6 +106,8 @@ def table(idle_dir, load_dir):
                 continue
             ratio, word = verdict(got["ours"], got["nothread"], better, run is idle)
             row += [cell(got["ours"]), cell(got["nothread"]), "%.2f" % ratio, word]
+            count_row(tally, "idle" if run is idle else "load", word, ratio, better,
+                      "%s %s" % (key[0], size_word(key[1])))
         if upstream:
             row += [fmt(statistics.median(r[key]["upstream"]))
                     if key in r and "upstream" in r[key] else "-" for r in (idle, load)]
@@ -109,17 +115,40 @@ def table(idle_dir, load_dir):
     return lines
 
 
-def write_block(path, provider, idle_dir, load_dir, lines):
+def count_row(tally, cond, word, ratio, better, name):
+    t = tally.setdefault(cond, {"meets": 0, "within noise": 0, "misses": 0, "worst": None})
+    t[word] += 1
+    # how far the row is on the wrong side of thread-off
+    cost = 1.0 / ratio if better else ratio
+    if t["worst"] is None or cost > t["worst"][0]:
+        t["worst"] = (cost, "%s %.2f" % (name, ratio))
+
+
+def summary_line(provider, tally):
+    words = []
+    for cond, what in (("idle", "idle (ours/off within 0.97-1.03)"),
+                       ("load", "under load (ours at least as good as off)")):
+        t = tally.get(cond)
+        if not t:
+            continue
+        rows = t["meets"] + t["within noise"] + t["misses"]
+        words.append("%s: %d of %d rows meet the target, %d more within the runs' spread, "
+                     "%d miss; farthest: %s" % (what, t["meets"], rows, t["within noise"],
+                                                 t["misses"], t["worst"][1]))
+    return "- `%s`: " % provider + "; ".join(words) + "."
+
+
+def write_block(path, provider, idle_dir, load_dir, lines, kind="progress-ab"):
     with open(path) as f:
         text = f.read()
-    begin = re.compile(r"<!-- progress-ab:%s:begin[^>]*-->" % re.escape(provider))
-    end = "<!-- progress-ab:%s:end -->" % provider
+    begin = re.compile(r"<!-- %s:%s:begin[^>]*-->" % (kind, re.escape(provider)))
+    end = "<!-- %s:%s:end -->" % (kind, provider)
     m = begin.search(text)
     if not m or end not in text[m.end():]:
-        sys.exit("%s has no progress-ab block for %s" % (path, provider))
+        sys.exit("%s has no %s block for %s" % (path, kind, provider))
     stop = text.index(end, m.end())
-    marker = "<!-- progress-ab:%s:begin from=%s,%s -->" % (
-        provider, os.path.relpath(idle_dir), os.path.relpath(load_dir))
+    marker = "<!-- %s:%s:begin from=%s,%s -->" % (
+        kind, provider, os.path.relpath(idle_dir), os.path.relpath(load_dir))
     text = text[:m.start()] + marker + "\n" + "\n".join(lines) + "\n" + text[stop:]
     with open(path, "w") as f:
         f.write(text)
@@ -130,13 +159,21 @@ def main():
     ap.add_argument("idle")
     ap.add_argument("load")
     ap.add_argument("--write", metavar="FILE")
+    ap.add_argument("--summary", metavar="FILE")
     args = ap.parse_args()
-    lines = table(args.idle, args.load)
+    tally = {}
+    lines = table(args.idle, args.load, tally)
     provider = provider_of(args.idle)
+    summary = summary_line(provider, tally)
     if args.write:
         write_block(args.write, provider, args.idle, args.load, lines)
     else:
         print("\n".join(lines))
+    if args.summary:
+        write_block(args.summary, provider, args.idle, args.load, [summary],
+                    kind="progress-summary")
+    else:
+        print("\n" + summary)
     return 0
 
 

@@ -76,27 +76,47 @@ def spread(values):
     return statistics.median(values), min(values), max(values)
 
 
-def report(impls, nps, samples, problems, skipped):
+def report(impls, nps, samples, problems, skipped, lines):
     rows = []
-    print("\n| np | implementation | put phase (s) | range | first round (s) | / mpich |")
-    print("|---:|---|---:|---|---:|---:|")
+
+    def out(line):
+        lines.append(line)
+        print(line)
+
+    print()
+    out("| np | implementation | put phase (s) | range | first round (s) | / mpich |")
+    out("|---:|---|---:|---|---:|---:|")
     for np in nps:
         peer = samples.get(("mpich", np)) or []
         peer_t = statistics.median(r["total"] for r in peer) if peer else None
         for impl in impls:
             got = samples[(impl, np)]
             if not got:
-                print("| %d | %s | %s | | | |" % (np, impl, problems.get((impl, np), "n/a")))
+                out("| %d | %s | %s | | | |" % (np, impl, problems.get((impl, np), "n/a")))
                 continue
             t, lo, hi = spread([r["total"] for r in got])
             first = statistics.median(r["first"] for r in got)
             ratio = "%.2f" % (t / peer_t) if peer_t else "n/a"
             rows.append([np, impl, "%.4f" % t, "%.4f" % lo, "%.4f" % hi, "%.4f" % first, len(got)])
-            print("| %d | %s | %.4f | %.4f-%.4f | %.4f | %s |" % (np, impl, t, lo, hi, first,
-                                                                   ratio))
+            out("| %d | %s | %.4f | %.4f-%.4f | %.4f | %s |" % (np, impl, t, lo, hi, first, ratio))
     for impl, why in skipped.items():
-        print("\n%s: %s" % (impl, why))
+        out("")
+        out("%s: %s" % (impl, why))
     return rows
+
+
+def write_block(path, out_dir, lines):
+    """Replaces what lies between <!-- scale:begin ... --> and <!-- scale:end -->."""
+    with open(path) as f:
+        text = f.read()
+    m = re.search(r"<!-- scale:begin[^>]*-->", text)
+    end = "<!-- scale:end -->"
+    if not m or end not in text[m.end():]:
+        sys.exit("%s has no scale block" % path)
+    stop = text.index(end, m.end())
+    marker = "<!-- scale:begin from=%s -->" % os.path.relpath(out_dir or ".")
+    with open(path, "w") as f:
+        f.write(text[:m.start()] + marker + "\n" + "\n".join(lines) + "\n" + text[stop:])
 
 
 def main():
@@ -108,6 +128,8 @@ def main():
     ap.add_argument("--impls", default=",".join(IMPLS))
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--out", default="")
+    ap.add_argument("--write", metavar="FILE",
+                    help="put the table between FILE's <!-- scale:begin/end --> markers")
     args = ap.parse_args()
 
     nps = [int(n) for n in args.nps.split(",") if n]
@@ -134,7 +156,10 @@ def main():
                 samples[(impl, np)].append(res)
                 print("  round %d np %d %s: %.4f s (first round %.4f s)"
                       % (rnd + 1, np, impl, res["total"], res["first"]), flush=True)
-    rows = report(impls, nps, samples, problems, skipped)
+    lines = []
+    rows = report(impls, nps, samples, problems, skipped, lines)
+    if args.write:
+        write_block(args.write, args.out, lines)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "scale.csv"), "w", newline="") as f:
