@@ -332,7 +332,8 @@ static int drain_wakeups(int fd)
  *   waits btl_ofi_progress_wake_us without completions sends a datagram);
  * - within the linger time of a sign of traffic (a wake-up, a look that
  *   found completions or operations of our own outstanding): a look every
- *   btl_ofi_progress_idle_us, and at once when woken.
+ *   period (btl_ofi_progress_idle_us, times the ranks each CPU carries
+ *   where they outnumber the CPUs), and at once when woken.
  * A thread that sleeps for milliseconds is also one the scheduler lets
  * preempt the computation as soon as it wakes.
  */
