@@ -101,13 +101,20 @@ def table(idle_dir, load_dir, tally):
         row = [key[0], size_word(key[1]), unit]
         for run in (idle, load):
             got = run.get(key, {})
+            if "ours" in got and "nothread" not in got:
+                # busy_*: the target computes, thread-off has no number
+                row += [cell(got["ours"]), "n/a", "-", "thread only"]
+                continue
             if "ours" not in got or "nothread" not in got:
                 row += ["-", "-", "-", "no data"]
                 continue
             ratio, word = verdict(got["ours"], got["nothread"], better, run is idle)
             row += [cell(got["ours"]), cell(got["nothread"]), "%.2f" % ratio, word]
-            count_row(tally, "idle" if run is idle else "load", word, ratio, better,
-                      "%s %s" % (key[0], size_word(key[1])))
+            cond = "idle" if run is idle else "load"
+            name = "%s %s" % (key[0], size_word(key[1]))
+            count_row(tally, cond, word, ratio, better, name)
+            if "upstream" in got:
+                count_upstream(tally, cond, got, better, name)
         if upstream:
             row += [fmt(statistics.median(r[key]["upstream"]))
                     if key in r and "upstream" in r[key] else "-" for r in (idle, load)]
@@ -124,6 +131,17 @@ def count_row(tally, cond, word, ratio, better, name):
         t["worst"] = (cost, "%s %.2f" % (name, ratio))
 
 
+def count_upstream(tally, cond, got, better, name):
+    """Rows where ours is at least as good as upstream, and the worst one."""
+    t = tally.setdefault("upstream " + cond, {"ahead": 0, "rows": 0, "worst": None})
+    ratio = statistics.median(got["ours"]) / statistics.median(got["upstream"])
+    cost = 1.0 / ratio if better else ratio
+    t["rows"] += 1
+    t["ahead"] += cost <= 1.0
+    if t["worst"] is None or cost > t["worst"][0]:
+        t["worst"] = (cost, "%s %.2f" % (name, ratio))
+
+
 def summary_line(provider, tally):
     words = []
     for cond, what in (("idle", "idle (ours/off within 0.97-1.03)"),
@@ -133,8 +151,13 @@ def summary_line(provider, tally):
             continue
         rows = t["meets"] + t["within noise"] + t["misses"]
         words.append("%s: %d of %d rows meet the target, %d more within the runs' spread, "
-                     "%d miss; farthest: %s" % (what, t["meets"], rows, t["within noise"],
-                                                 t["misses"], t["worst"][1]))
+                     "%d miss; least favourable ours/off: %s" % (
+                         what, t["meets"], rows, t["within noise"], t["misses"], t["worst"][1]))
+        u = tally.get("upstream " + cond)
+        if u:
+            words.append("ours at or ahead of upstream %s in %d of %d rows (least favourable "
+                         "ours/upstream: %s)" % (cond == "idle" and "idle" or "under load",
+                                                 u["ahead"], u["rows"], u["worst"][1]))
     return "- `%s`: " % provider + "; ".join(words) + "."
 
 
