@@ -23,6 +23,7 @@ import os
 import re
 import statistics
 import sys
+import textwrap
 
 HIGHER_IS_BETTER = ("MB/s", "msg/s", "Mmsg/s", "ops/s")
 
@@ -158,7 +159,8 @@ def summary_line(provider, tally):
             words.append("ours at or ahead of upstream %s in %d of %d rows (least favourable "
                          "ours/upstream: %s)" % (cond == "idle" and "idle" or "under load",
                                                  u["ahead"], u["rows"], u["worst"][1]))
-    return "- `%s`: " % provider + "; ".join(words) + "."
+    return textwrap.fill("- `%s`: " % provider + "; ".join(words) + ".", width=90,
+                         subsequent_indent="  ", break_on_hyphens=False)
 
 
 def write_block(path, provider, idle_dir, load_dir, lines, kind="progress-ab"):
