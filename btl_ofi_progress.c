@@ -126,13 +126,29 @@ static int attach_key_filter(int fd, uint32_t payload)
     return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog));
 }
 
-/* Reads one datagram; returns whether it was the key. */
-static bool read_key(int fd)
+/* Reads one datagram: 1 when it was the key, 0 when it was anything
+ * else, -1 when none was queued. */
+static int read_datagram(int fd)
 {
     uint64_t got;
+    ssize_t len = recv(fd, &got, sizeof(got), MSG_DONTWAIT | MSG_TRUNC);
 
-    return recv(fd, &got, sizeof(got), MSG_DONTWAIT | MSG_TRUNC) == (ssize_t) sizeof(got)
-           && got == channel.key;
+    if (len < 0) {
+        return -1;
+    }
+    return len == (ssize_t) sizeof(got) && got == channel.key;
+}
+
+/* Reads every datagram queued on @p fd; returns how many were wake-ups of
+ * the job (the rest are dropped unseen). */
+static int drain_wakeups(int fd)
+{
+    int n = 0, got;
+
+    while ((got = read_datagram(fd)) >= 0) {
+        n += got;
+    }
+    return n;
 }
 
 /* Whether what the filter lets through is the key and only the key: a
@@ -150,7 +166,7 @@ static bool filter_works(int fd, const struct sockaddr_in *self)
         || poll(&pfd, 1, 100) <= 0) {
         return false;
     }
-    return read_key(fd);
+    return 1 == read_datagram(fd);
 }
 
 /* The filter sees a UDP datagram from its header on (8 bytes) on the
@@ -165,8 +181,7 @@ static void filter_socket(int fd, const struct sockaddr_in *self)
             return;
         }
         (void) setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, NULL, 0);
-        while (recv(fd, &(uint64_t){ 0 }, sizeof(uint64_t), MSG_DONTWAIT) >= 0) {
-        }
+        (void) drain_wakeups(fd); /* what the failed test left queued */
     }
     MCA_BTL_OFI_VERBOSE(1, "wake-ups: the kernel took no socket filter; the progress thread "
                            "checks each datagram itself");
@@ -296,23 +311,6 @@ bool mca_btl_ofi_wake_send(const mca_btl_ofi_wake_to_t *wake)
     return sendto(fd, &wake->key, sizeof(wake->key), MSG_DONTWAIT,
                   (const struct sockaddr *) &wake->to, sizeof(wake->to))
            == (ssize_t) sizeof(wake->key);
-}
-
-/* Reads every datagram queued on @p fd; returns how many were wake-ups of
- * the job (the rest are dropped unseen). */
-static int drain_wakeups(int fd)
-{
-    int n = 0;
-
-    for (;;) {
-        uint64_t got;
-        ssize_t len = recv(fd, &got, sizeof(got), MSG_DONTWAIT | MSG_TRUNC);
-
-        if (len < 0) {
-            return n;
-        }
-        n += len == (ssize_t) sizeof(got) && got == channel.key;
-    }
 }
 
 /* ------------------------------------------------------------------ */

@@ -262,7 +262,28 @@ void bench_pvars_end(void)
     btl_ofi_pvars_close();
 }
 
-static void report_thread_pvars(int rank, bool print, MPI_Comm comm);
+/* What the progress threads did during the test, all ranks together: how
+ * often they looked, stepped in for a context the application had left,
+ * and were woken (the findings of docs/design.md, "Progress"). */
+static void report_thread_pvars(int rank, bool print, MPI_Comm comm)
+{
+    enum { N = 4 };
+    static const char *const names[N] = { "look_count", "step_in_count", "wake_sent_count",
+                                          "wake_recv_count" };
+    static long reported[N];
+    long now[N], delta[N], total[N];
+
+    for (int i = 0; i < N; i++) {
+        now[i] = btl_ofi_pvars_get(names[i]);
+        delta[i] = now[i] < 0 ? 0 : now[i] - reported[i];
+        reported[i] = now[i] < 0 ? 0 : now[i];
+    }
+    MPI_Reduce(delta, total, N, MPI_LONG, MPI_SUM, 0, comm);
+    if (rank == 0 && print)
+        printf("# btl_ofi threads (sum over ranks): looks %ld, step-ins %ld, wake-ups sent %ld, "
+               "received %ld\n",
+               total[0], total[1], total[2], total[3]);
+}
 
 void bench_report_btl_ofi_pvars(MPI_Comm comm)
 {
@@ -293,29 +314,6 @@ void bench_report_btl_ofi_pvars(MPI_Comm comm)
     }
     report_thread_pvars(rank, min_found > 0, comm);
     fflush(stdout);
-}
-
-/* What the progress threads did during the test, all ranks together: how
- * often they looked, stepped in for a context the application had left,
- * and were woken (the findings of docs/design.md, "Progress"). */
-static void report_thread_pvars(int rank, bool print, MPI_Comm comm)
-{
-    enum { N = 4 };
-    static const char *const names[N] = { "look_count", "step_in_count", "wake_sent_count",
-                                          "wake_recv_count" };
-    static long reported[N];
-    long now[N], delta[N], total[N];
-
-    for (int i = 0; i < N; i++) {
-        now[i] = btl_ofi_pvars_get(names[i]);
-        delta[i] = now[i] < 0 ? 0 : now[i] - reported[i];
-        reported[i] = now[i] < 0 ? 0 : now[i];
-    }
-    MPI_Reduce(delta, total, N, MPI_LONG, MPI_SUM, 0, comm);
-    if (rank == 0 && print)
-        printf("# btl_ofi threads (sum over ranks): looks %ld, step-ins %ld, wake-ups sent %ld, "
-               "received %ld\n",
-               total[0], total[1], total[2], total[3]);
 }
 
 static const char *const look_counter_names[BENCH_LOOK_COUNTERS] = {
