@@ -43,11 +43,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIB, MIB = 1 << 10, 1 << 20
 # (benchmark, size): 8 B, 4 KiB and 1 MiB are what --quick measures, and
 # --full measures them too
+# (the full blocks of docs/performance.md hold every row)
 ROWS = [("put_lat", 8), ("get_lat", 8), ("acc_lat", 8), ("fop_lat", 8), ("cas_lat", 8),
-        ("put_rate", 8), ("put_lat", 1 * MIB), ("put_bw", 4 * KIB), ("put_bw", 1 * MIB),
-        ("get_bw", 1 * MIB), ("put_bibw", 1 * MIB), ("busy_put_lat", 8), ("busy_get_lat", 8),
-        ("busy_fop_lat", 8), ("pingpong", 8), ("pingpong", 4 * KIB), ("p2p_bw", 1 * MIB),
-        ("list_shared_lat", 8)]
+        ("put_rate", 8), ("put_bw", 4 * KIB), ("put_bw", 1 * MIB), ("get_bw", 1 * MIB),
+        ("put_bibw", 1 * MIB), ("busy_put_lat", 8), ("busy_fop_lat", 8), ("pingpong", 8),
+        ("p2p_bw", 1 * MIB), ("list_shared_lat", 8)]
 # the headline's columns: ours against the three others a user can pick
 HEAD_IMPLS = [("ours", "ours"), ("upstream", "upstream"), ("mpich", "MPICH"), ("raw", "raw")]
 HEAD_RATIOS = [("ours_over_upstream", "ours/upstream"), ("ours_over_mpich", "ours/MPICH"),
@@ -109,11 +109,15 @@ class Run:
     def has(self, impl):
         return any(number(r.get(impl)) is not None for r in self.rows)
 
-    def describe(self):
+    def describe(self, dated=True):
+        """The run in one sentence; without the date for README (whose dated
+        lines are few: the run's README and summary.md give it)."""
         m = self.machine
         where = "across %d simulated hosts" % self.hosts if self.hosts else "one node"
         return ("`%s`, %s: `%s`, %s; %s CPUs (%s), libfabric %s, Open MPI %s%s." % (
-            self.provider, where, self.command, self.date or "undated", m.get("nproc", "?"),
+            self.provider, where, self.command,
+            (self.date or "undated") if dated else "see its summary.md for the date",
+            m.get("nproc", "?"),
             m.get("CPU", "?"), m.get("libfabric", "?"), m.get("Open MPI", "?"),
             ", MPICH %s" % m["MPICH"] if "MPICH" in m else ""))
 
@@ -183,7 +187,7 @@ def shown(path, doc):
 def block(kind, run, doc):
     """The lines between a pair of markers (the markers excluded)."""
     src = os.path.relpath(run.path, ROOT)
-    out = ["From `%s`: %s" % (src, run.describe()), ""]
+    out = ["From `%s`: %s" % (src, run.describe(dated=kind != "headline")), ""]
     out += run.headline() if kind == "headline" else run.full()
     if kind == "headline" and os.path.exists(run.plot_path()):
         out += ["", "![%s, %s](%s)" % (PLOT_BENCH, run.provider, shown(run.plot_path(), doc))]

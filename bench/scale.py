@@ -119,6 +119,21 @@ def write_block(path, out_dir, lines):
         f.write(text[:m.start()] + marker + "\n" + "\n".join(lines) + "\n" + text[stop:])
 
 
+def table_from_csv(path):
+    """The lines report() printed, rebuilt from the scale.csv it wrote."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    peer = {r["np"]: float(r["median_s"]) for r in rows if r["impl"] == "mpich"}
+    lines = ["| np | implementation | put phase (s) | range | first round (s) | / mpich |",
+             "|---:|---|---:|---|---:|---:|"]
+    for r in rows:
+        t = float(r["median_s"])
+        ratio = "%.2f" % (t / peer[r["np"]]) if peer.get(r["np"]) else "n/a"
+        lines.append("| %s | %s | %s | %s-%s | %s | %s |" % (
+            r["np"], r["impl"], r["median_s"], r["min_s"], r["max_s"], r["first_round_s"], ratio))
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--provider", default="tcp;ofi_rxm")
@@ -130,7 +145,16 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--write", metavar="FILE",
                     help="put the table between FILE's <!-- scale:begin/end --> markers")
+    ap.add_argument("--from-csv", metavar="CSV",
+                    help="run nothing: the table from a scale.csv this script wrote "
+                         "(with --write, the block names the CSV's directory)")
     args = ap.parse_args()
+    if args.from_csv:
+        lines = table_from_csv(args.from_csv)
+        print("\n".join(lines))
+        if args.write:
+            write_block(args.write, os.path.dirname(args.from_csv), lines)
+        return 0
 
     nps = [int(n) for n in args.nps.split(",") if n]
     impls = [i for i in args.impls.split(",") if i]

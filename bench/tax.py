@@ -19,6 +19,12 @@ rank computes about twice as fast while the other idles), the puts served
 while rank 1 computed, and our progress thread's looks per second of
 computation (MPI_T).
 contrib/bench builds the programs and sets the environment; run that.
+
+  tax.py --from-csv DIR [--write FILE]
+      run nothing: one table from the compute_tax.csv files of DIR (one per
+      provider, named after it: tcp_ofi_rxm.csv), ours against thread off;
+      with --write, between FILE's <!-- tax:begin from=DIR --> and
+      <!-- tax:end --> markers
 """
 
 import argparse
@@ -102,6 +108,46 @@ def run_one(impl, mode_args, args):
     return result, ""
 
 
+def provider_of(csv_name):
+    """tcp_ofi_rxm.csv -> tcp;ofi_rxm (the names contrib/bench gives them)."""
+    return os.path.splitext(csv_name)[0].replace("_ofi_", ";ofi_")
+
+
+def table_from_csvs(directory):
+    """One row per provider and mode: ours (thread on) against ours with the
+    thread off, from the compute_tax.csv files of DIRECTORY."""
+    lines = ["| provider | mode | ours (s) | / thread off | looks/s | thread CPU | served "
+             "| thread off (s) |",
+             "|---|---|--:|--:|--:|--:|--:|--:|"]
+    names = sorted(n for n in os.listdir(directory) if n.endswith(".csv"))
+    for name in names:
+        with open(os.path.join(directory, name), newline="") as f:
+            rows = {(r["benchmark"], r["impl"]): r for r in csv.DictReader(f)}
+        for mode, _ in MODES:
+            ours, off = rows.get((mode, "ours")), rows.get((mode, "nothread"))
+            if not ours:
+                continue
+            lines.append("| `%s` | %s | %s | %s | %s | %s %% | %s | %s |" % (
+                provider_of(name), mode, ours["median_s"], ours["ratio_to_thread_off"],
+                ours["looks_per_s"], ours["threads_cpu_pct"], ours["served"],
+                off["median_s"] if off else "n/a"))
+    return lines
+
+
+def write_block(path, directory, lines):
+    """Replaces what lies between <!-- tax:begin ... --> and <!-- tax:end -->."""
+    with open(path) as f:
+        text = f.read()
+    m = re.search(r"<!-- tax:begin[^>]*-->", text)
+    end = "<!-- tax:end -->"
+    if not m or end not in text[m.end():]:
+        sys.exit("%s has no tax block" % path)
+    stop = text.index(end, m.end())
+    marker = "<!-- tax:begin from=%s -->" % os.path.relpath(directory)
+    with open(path, "w") as f:
+        f.write(text[:m.start()] + marker + "\n" + "\n".join(lines) + "\n" + text[stop:])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--provider", default="tcp;ofi_rxm")
@@ -114,7 +160,17 @@ def main():
                     help="which of the modes to run (default: all)")
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--out", default="")
+    ap.add_argument("--from-csv", metavar="DIR",
+                    help="run nothing: the table from DIR/*.csv (see above)")
+    ap.add_argument("--write", metavar="FILE",
+                    help="with --from-csv: put the table between FILE's tax markers")
     args = ap.parse_args()
+    if args.from_csv:
+        lines = table_from_csvs(args.from_csv)
+        print("\n".join(lines))
+        if args.write:
+            write_block(args.write, args.from_csv, lines)
+        return 0
 
     modes = [(m, a) for m, a in MODES if m in args.modes.split(",")]
     if not modes:
