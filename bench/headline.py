@@ -116,7 +116,7 @@ class Run:
         where = "across %d simulated hosts" % self.hosts if self.hosts else "one node"
         return ("`%s`, %s: `%s`, %s; %s CPUs (%s), libfabric %s, Open MPI %s%s." % (
             self.provider, where, self.command,
-            (self.date or "undated") if dated else "see its summary.md for the date",
+            (self.date or "undated") if dated else "date in its summary.md",
             m.get("nproc", "?"),
             m.get("CPU", "?"), m.get("libfabric", "?"), m.get("Open MPI", "?"),
             ", MPICH %s" % m["MPICH"] if "MPICH" in m else ""))
