@@ -10,8 +10,8 @@ two contrib/bench runs of the same provider (the second with --load).
       <!-- progress-summary:PROVIDER:begin ... --> and <!-- progress-summary:PROVIDER:end -->
 
 Each cell is the median over the rounds with its range; the ratio is
-ours/off, and a verdict says whether the row meets docs/design.md's
-targets: idle within 0.97-1.03, under load at least thread-off's bandwidth
+ours/off, and a verdict says whether the row meets the targets of
+docs/performance.md: idle within 0.97-1.03, under load at least thread-off's bandwidth
 and rate and at most its latency (a ratio past the target by less than the
 two ranges' overlap allows reads "within noise").  With upstream in the
 runs, its median follows.
