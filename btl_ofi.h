@@ -533,6 +533,7 @@ typedef struct mca_btl_ofi_component_t {
     int mr_cache_max;                     /**< registrations a module keeps, cached ones included */
     int output;                           /**< our verbose stream (common/ofi's) */
     int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
+    int progress_mode;                    /**< FI_PROGRESS_* asked of the provider */
     int progress_idle_us;                 /**< app idle time after which the thread steps in */
     int progress_wake_us;     /**< wait without completions before waking the target's thread */
     int progress_gap_us;      /**< least time between two looks of the thread */

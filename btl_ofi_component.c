@@ -7,8 +7,9 @@
  */
 
 /*
- * The component: its parameters and their checks, provider discovery and
- * NIC selection, component init (which opens one module per NIC and
+ * The component: registration (the parameters themselves are the table
+ * in btl_ofi_params.c), provider discovery and NIC selection, component
+ * init (which checks the parameters, opens one module per NIC and
  * publishes their addresses) and the MPI_T counters.
  */
 
@@ -32,207 +33,30 @@
 #include "opal/util/show_help.h"
 
 #include "btl_ofi.h"
-
-static char *progress_mode_param;   /* owned by the MCA variable system */
-static char *progress_thread_param; /* owned by the MCA variable system */
-static int progress_mode = FI_PROGRESS_MANUAL;
+#include "btl_ofi_params.h"
 
 static void register_pvars(void);
 
 /* ------------------------------------------------------------------ */
-/* Parameters                                                          */
+/* Registration                                                        */
 
-static int register_int_at(mca_base_var_info_lvl_t level, const char *name, const char *help,
-                           int *storage, int value)
-{
-    *storage = value;
-    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
-                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
-}
-
-static int register_int(const char *name, const char *help, int *storage, int value)
-{
-    return register_int_at(OPAL_INFO_LVL_5, name, help, storage, value);
-}
-
-/* The progress thread's internals (docs/design.md, "Progress"): measured
- * knobs, not what a user tunes, so out of the ordinary ompi_info view. */
-static int register_progress_internal(const char *name, const char *help, int *storage, int value)
-{
-    return register_int_at(OPAL_INFO_LVL_9, name, help, storage, value);
-}
-
-static int register_bool(const char *name, const char *help, bool *storage, bool value)
-{
-    *storage = value;
-    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
-                                           MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
-}
-
+/* Ours and the defaults of the BTL framework's come from the table
+ * (btl_ofi_params.c); common/ofi and the framework register theirs after. */
 static int mca_btl_ofi_component_register(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     mca_btl_ofi_module_t *module = &mca_btl_ofi_module_template;
     int rc;
 
-    (void) register_int("mode",
-                        "What the component carries: 0 = one-sided only, 1 = two-sided only, "
-                        "2 = both (default; falls back to one-sided when the provider has no "
-                        "FI_MSG)",
-                        &c->mode, MCA_BTL_OFI_MODE_FULL_SUPPORT);
-    (void) register_int("num_cq_read", "Completion entries read by one fi_cq_read (1..256)",
-                        &c->num_cq_read, 64);
-    progress_mode_param = "manual";
-    (void) mca_base_component_var_register(
-        &c->super.btl_version, "progress_mode",
-        "Provider progress model to ask for: manual (default: we drive progress, on the target "
-        "too; falls back to the provider's own when it cannot do manual), auto or unspec",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &progress_mode_param);
-    progress_thread_param = "auto";
-    (void) mca_base_component_var_register(
-        &c->super.btl_version, "progress_thread",
-        "A thread that drives the provider when no application thread has called into MPI for "
-        "btl_ofi_progress_idle_us, so that one-sided operations complete while their target "
-        "computes: auto (default: unless the provider moves data on its own), on or off",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-        &progress_thread_param);
-    (void) register_int("progress_idle_us",
-                        "How often the progress thread looks, and so how long a context goes "
-                        "without the application's progress before the thread drives it, in "
-                        "microseconds (10..1000000)",
-                        &c->progress_idle_us, 100);
-    (void) register_progress_internal(
-        "progress_wake_us",
-        "How long an origin's one-sided operations go without any completion "
-        "before it wakes their targets' progress threads (a datagram to each), "
-        "so that a target computing outside MPI serves them at once, in "
-        "microseconds; 0: never, the threads keep to btl_ofi_progress_idle_us "
-        "(0..1000000)",
-        &c->progress_wake_us, 100);
-    (void) register_progress_internal(
-        "progress_gap_us",
-        "Least time between two looks of the progress thread, however often "
-        "peers wake it, in microseconds: it shares its rank's core, and one "
-        "that runs too often is made to wait by the scheduler (0..1000000)",
-        &c->progress_gap_us, 250);
-    (void) register_progress_internal(
-        "progress_slice_us",
-        "Time slice the progress thread asks of the scheduler, in microseconds "
-        "(Linux 6.12 and later, which clamp it to 100..100000): a short slice "
-        "lets the thread, woken while its rank computes, run before the rank's "
-        "own slice ends; it takes no more time than before; 0: the kernel's "
-        "default (0..100000)",
-        &c->progress_slice_us, 100);
-    (void) register_progress_internal(
-        "progress_nudge_us",
-        "How long after its timer the progress thread may wait to run before a "
-        "second timer, on its CPU, makes the scheduler choose again, in "
-        "microseconds: a woken thread the scheduler passes over otherwise "
-        "waits for the next tick (up to 4 ms); 0: no second timer (0..1000000)",
-        &c->progress_nudge_us, 200);
-    (void) register_progress_internal(
-        "progress_rt_priority",
-        "Real-time priority (SCHED_RR) the progress thread asks for, where the "
-        "process may have one (root, CAP_SYS_NICE or a site's RLIMIT_RTPRIO): "
-        "woken while its rank computes, the thread then runs at once instead "
-        "of, now and then, a scheduler tick later; its looks are short and it "
-        "sleeps between them; 0: the normal scheduler (0..99)",
-        &c->progress_rt_priority, 0);
-    (void) register_progress_internal(
-        "progress_sleep_us",
-        "How often the progress thread looks while nothing has been aimed at "
-        "this process for btl_ofi_progress_linger_us (no wake-up, no "
-        "completion), in microseconds; waiting origins wake it sooner. Applies "
-        "only where every peer can wake the thread (btl_ofi_progress_wake_us "
-        "above 0 and an address to publish), else it keeps "
-        "btl_ofi_progress_idle_us (10..10000000)",
-        &c->progress_sleep_us, 50000);
-    (void) register_progress_internal(
-        "progress_linger_us",
-        "How long the progress thread keeps looking every "
-        "btl_ofi_progress_idle_us after the last sign of traffic aimed at this "
-        "process (a wake-up, a completion it read, operations of its own "
-        "outstanding), in microseconds (0..10000000)",
-        &c->progress_linger_us, 10000);
-    (void) register_int("num_contexts_per_module",
-                        "Communication contexts (TX/RX pairs) per module; more than 1 needs a "
-                        "scalable endpoint and is clamped to what the domain offers (1..64)",
-                        &c->num_contexts_per_module, 1);
-    (void) register_bool("disable_sep", "Never use a scalable endpoint", &c->disable_sep, false);
-    (void) register_progress_internal(
-        "progress_threshold",
-        "Outstanding operations per context after which posting an operation "
-        "first drives progress (1..1000000)",
-        &c->progress_threshold, 64);
-    (void) register_int("rd_num",
-                        "Receive buffers posted per context for two-sided traffic "
-                        "(1..8192)",
-                        &c->rd_num, 64);
-    (void) register_bool("disable_inject",
-                         "Never use fi_inject_write / fi_inject for small "
-                         "messages",
-                         &c->disable_inject, false);
-    (void) register_bool("emulate_atomics",
-                         "Apply atomics at the target, through our own messages, even "
-                         "when the provider offers them (it always happens when it does not)",
-                         &c->emulate_atomics, false);
-    (void) register_bool("origin_rma",
-                         "Let writes and reads complete at the origin where the provider can "
-                         "(shm with cross-memory attach): they then need no progress at the "
-                         "target, but each is a system call, slower than shm's queue while the "
-                         "target is in MPI",
-                         &c->origin_rma, false);
-    (void) register_int("local_copy",
-                        "Puts and gets to a peer on the same host as one copy into or out of "
-                        "its memory (cross-memory attach) instead of through a network "
-                        "provider's loopback: -1 when the job spans hosts (default), 1 always, "
-                        "0 never; never on shm, which copies by itself (btl_ofi_origin_rma)",
-                        &c->local_copy, -1);
-    (void) register_int("local_atomics",
-                        "Atomics to a peer on the same host through libfabric's shm provider "
-                        "instead of a network provider's loopback: -1 when the job spans hosts "
-                        "(default), 1 always, 0 never",
-                        &c->local_atomics, -1);
-    (void) register_bool("disable_hmem", "Do not ask providers for device (HMEM) memory support",
-                         &c->disable_hmem, false);
-    (void) register_int("max_nics", "Largest number of NICs (modules) to use (1..16)", &c->max_nics,
-                        4);
-    (void) register_int("rails",
-                        "NICs (modules) the first module moves one-sided bytes on: osc/rdma "
-                        "sends a window's operations through one module, which stripes large "
-                        "puts and gets across these rails and spreads small ones over them; "
-                        "0: every module opened, 1: its own NIC only (0..8)",
-                        &c->rails, 0);
-    (void) register_int("stripe_min",
-                        "Smallest put or get, in bytes, split into one chunk per rail; smaller "
-                        "ones go whole, each on the next rail; 0: never split (0..1073741824)",
-                        &c->stripe_min, 65536);
-    (void) register_int("mr_cache_max",
-                        "Memory registrations a module keeps with the provider, counting those "
-                        "its users released and the cache keeps for reuse; past it the least "
-                        "recently used of these are released (0..1000000)",
-                        &c->mr_cache_max, 4096);
-
+    rc = mca_btl_ofi_params_register(&c->super.btl_version);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
     rc = opal_common_ofi_mca_register(&c->super.btl_version);
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
 
-    /* osc/rdma needs this component to win against the MTL only when asked */
-    module->super.btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH - 50;
-    module->super.btl_latency = 1;
-    module->super.btl_bandwidth = 10000;
-    module->super.btl_eager_limit = 16 * 1024;
-    module->super.btl_rndv_eager_limit = 16 * 1024;
-    module->super.btl_max_send_size = 64 * 1024;
-    module->super.btl_rdma_pipeline_send_length = 256 * 1024;
-    module->super.btl_rdma_pipeline_frag_size = 4 * 1024 * 1024;
-    module->super.btl_min_rdma_pipeline_size = 256 * 1024;
-    module->super.btl_put_limit = 1ul << 30;
-    module->super.btl_get_limit = 1ul << 30;
     module->super.btl_flags = MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
                               | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_OFI_FLAGS_REMOTE_COMPLETION
                               | MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
@@ -241,94 +65,6 @@ static int mca_btl_ofi_component_register(void)
         return rc;
     }
     register_pvars();
-    return OPAL_SUCCESS;
-}
-
-static void show_bad_param(const char *name, long value, long min, long max, long used)
-{
-    opal_show_help("help-mpi-btl-ofi.txt", "bad parameter", true, opal_process_info.nodename, name,
-                   value, min, max, used);
-}
-
-static void check_int_param(const char *name, int *value, int min, int max)
-{
-    int original = *value;
-    if (MCA_BTL_OFI_PARAM_CLAMPED == mca_btl_ofi_clamp_int(value, min, max)) {
-        show_bad_param(name, original, min, max, *value);
-    }
-}
-
-/* Every value is checked once, before anything is opened; bad values are
- * clamped with a message, except a mode we cannot interpret, which
- * disqualifies the component. */
-static int check_params(void)
-{
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    mca_btl_base_module_t *m = &mca_btl_ofi_module_template.super;
-    int send_size;
-
-    if (c->mode < MCA_BTL_OFI_MODE_ONE_SIDED || c->mode > MCA_BTL_OFI_MODE_FULL_SUPPORT) {
-        opal_show_help("help-mpi-btl-ofi.txt", "bad mode", true, opal_process_info.nodename,
-                       c->mode);
-        return OPAL_ERR_BAD_PARAM;
-    }
-    check_int_param("btl_ofi_num_cq_read", &c->num_cq_read, 1, MCA_BTL_OFI_CQ_BATCH_LIMIT);
-    check_int_param("btl_ofi_num_contexts_per_module", &c->num_contexts_per_module, 1,
-                    MCA_BTL_OFI_MAX_CONTEXTS_LIMIT);
-    check_int_param("btl_ofi_progress_threshold", &c->progress_threshold, 1, 1000000);
-    check_int_param("btl_ofi_rd_num", &c->rd_num, 1, 8192);
-    check_int_param("btl_ofi_max_nics", &c->max_nics, 1, MCA_BTL_OFI_MAX_MODULES_LIMIT);
-    check_int_param("btl_ofi_mr_cache_max", &c->mr_cache_max, 0, 1000000);
-    check_int_param("btl_ofi_rails", &c->rails, 0, MCA_BTL_OFI_MAX_RAILS);
-    check_int_param("btl_ofi_stripe_min", &c->stripe_min, 0, 1 << 30);
-    check_int_param("btl_ofi_local_copy", &c->local_copy, -1, 1);
-    check_int_param("btl_ofi_local_atomics", &c->local_atomics, -1, 1);
-
-    check_int_param("btl_ofi_progress_idle_us", &c->progress_idle_us, 10, 1000000);
-    check_int_param("btl_ofi_progress_wake_us", &c->progress_wake_us, 0, 1000000);
-    check_int_param("btl_ofi_progress_gap_us", &c->progress_gap_us, 0, 1000000);
-    check_int_param("btl_ofi_progress_slice_us", &c->progress_slice_us, 0, 100000);
-    check_int_param("btl_ofi_progress_nudge_us", &c->progress_nudge_us, 0, 1000000);
-    check_int_param("btl_ofi_progress_rt_priority", &c->progress_rt_priority, 0, 99);
-    check_int_param("btl_ofi_progress_sleep_us", &c->progress_sleep_us, 10, 10000000);
-    check_int_param("btl_ofi_progress_linger_us", &c->progress_linger_us, 0, 10000000);
-    c->progress_thread = mca_btl_ofi_parse_progress_thread(progress_thread_param);
-    if (c->progress_thread < 0) {
-        opal_show_help("help-mpi-btl-ofi.txt", "bad progress thread", true,
-                       opal_process_info.nodename, progress_thread_param);
-        c->progress_thread = MCA_BTL_OFI_PROGRESS_THREAD_AUTO;
-    }
-
-    progress_mode = mca_btl_ofi_parse_progress_mode(progress_mode_param);
-    if (progress_mode < 0) {
-        opal_show_help("help-mpi-btl-ofi.txt", "bad progress mode", true,
-                       opal_process_info.nodename, progress_mode_param);
-        progress_mode = FI_PROGRESS_MANUAL;
-    }
-
-    send_size = (m->btl_max_send_size > (size_t) INT_MAX) ? INT_MAX : (int) m->btl_max_send_size;
-    if (MCA_BTL_OFI_PARAM_CLAMPED == mca_btl_ofi_clamp_int(&send_size, 1024, 1024 * 1024)) {
-        show_bad_param("btl_ofi_max_send_size", (long) m->btl_max_send_size, 1024, 1024 * 1024,
-                       send_size);
-        m->btl_max_send_size = (size_t) send_size;
-    }
-    if (m->btl_eager_limit > m->btl_max_send_size || 0 == m->btl_eager_limit) {
-        show_bad_param("btl_ofi_eager_limit", (long) m->btl_eager_limit, 1,
-                       (long) m->btl_max_send_size, (long) m->btl_max_send_size);
-        m->btl_eager_limit = m->btl_max_send_size;
-    }
-    if (m->btl_rndv_eager_limit > m->btl_eager_limit || 0 == m->btl_rndv_eager_limit) {
-        m->btl_rndv_eager_limit = m->btl_eager_limit;
-    }
-    if (0 == m->btl_put_limit) {
-        show_bad_param("btl_ofi_put_limit", 0, 1, LONG_MAX, 1l << 30);
-        m->btl_put_limit = 1ul << 30;
-    }
-    if (0 == m->btl_get_limit) {
-        show_bad_param("btl_ofi_get_limit", 0, 1, LONG_MAX, 1l << 30);
-        m->btl_get_limit = 1ul << 30;
-    }
-    c->max_send_size = m->btl_max_send_size;
     return OPAL_SUCCESS;
 }
 
@@ -673,7 +409,7 @@ static int discover(const provider_filter_t *filter, bool threads, struct fi_inf
 static struct fi_info *requery_with_progress(const char *prov, uint64_t caps, bool threads)
 {
     struct fi_info *hints = fi_allocinfo(), *list = NULL;
-    int progress = progress_mode;
+    int progress = mca_btl_ofi_component.progress_mode;
 
     if (NULL == hints || FI_PROGRESS_UNSPEC == progress) {
         fi_freeinfo(hints);
@@ -888,9 +624,10 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     MCA_BTL_OFI_VERBOSE(1, "libfabric %u.%u loaded; built with %d.%d headers, asking for that API",
                         FI_MAJOR(fi_version()), FI_MINOR(fi_version()), FI_MAJOR_VERSION,
                         FI_MINOR_VERSION);
-    if (OPAL_SUCCESS != check_params()) {
+    if (OPAL_SUCCESS != mca_btl_ofi_params_check()) {
         return NULL;
     }
+    c->max_send_size = mca_btl_ofi_module_template.super.btl_max_send_size;
     c->app_threads = enable_mpi_threads || enable_progress_threads || opal_using_threads();
     c->threaded = c->app_threads;
     /* the provider is asked for thread safety whenever our thread may run */

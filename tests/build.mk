@@ -70,12 +70,25 @@ UNIT_OPAL_TESTS := $(patsubst $(TESTS_DIR)/unit/opal/%.c,$(BUILD)/unit/%,\
 UNIT_OPAL_OBJECTS := $(BUILD)/obj/btl_ofi_context.o $(BUILD)/obj/btl_ofi_progress.o \
     $(BUILD)/obj/btl_ofi_validate.o $(BUILD)/obj/btl_ofi_copy.o
 
-$(UNIT_OPAL_TESTS): $(BUILD)/unit/%: $(TESTS_DIR)/unit/opal/%.c $(UNIT_OPAL_OBJECTS) \
-    $(COMPONENT_HEADERS) $(tests_mk)
+# test_params: the parameter table (btl_ofi_params.c), which needs the
+# module template the others have no fake of, and the decisions it uses.
+UNIT_PARAMS_TEST := $(BUILD)/unit/test_params
+UNIT_PARAMS_OBJECTS := $(BUILD)/obj/btl_ofi_params.o $(BUILD)/obj/btl_ofi_validate.o \
+    $(BUILD)/obj/btl_ofi_copy.o
+
+# unit_opal_link OBJECTS: the test program $@ from $< and OBJECTS
+unit_opal_link = $(CC) $(COMPONENT_CFLAGS) -o $@ $< $(1) $(SAN_LDFLAGS) $(FABRIC_LDFLAGS) \
+    -L$(OMPI_LIBDIR) -Wl,-rpath,$(OMPI_LIBDIR) $(OMPI_LIBS) -lfabric -lcmocka -lpthread
+
+$(filter-out $(UNIT_PARAMS_TEST),$(UNIT_OPAL_TESTS)): $(BUILD)/unit/%: \
+    $(TESTS_DIR)/unit/opal/%.c $(UNIT_OPAL_OBJECTS) $(COMPONENT_HEADERS) $(tests_mk)
 	@mkdir -p $(@D)
-	$(CC) $(COMPONENT_CFLAGS) -o $@ $< $(UNIT_OPAL_OBJECTS) $(SAN_LDFLAGS) \
-	    $(FABRIC_LDFLAGS) -L$(OMPI_LIBDIR) -Wl,-rpath,$(OMPI_LIBDIR) $(OMPI_LIBS) -lfabric \
-	    -lcmocka -lpthread
+	$(call unit_opal_link,$(UNIT_OPAL_OBJECTS))
+
+$(filter $(UNIT_PARAMS_TEST),$(UNIT_OPAL_TESTS)): $(BUILD)/unit/%: \
+    $(TESTS_DIR)/unit/opal/%.c $(UNIT_PARAMS_OBJECTS) $(COMPONENT_HEADERS) $(tests_mk)
+	@mkdir -p $(@D)
+	$(call unit_opal_link,$(UNIT_PARAMS_OBJECTS))
 
 # ---------------------------------------------------------------- mpi
 

@@ -11,11 +11,15 @@ Fails (exit 1) when
 - a table between markers does not parse, or differs from what
   `bench/headline.py` writes from the run its marker names (then run
   `python3 bench/headline.py --write README.md docs/performance.md`);
-- README.md or a document names a `btl_ofi_*` MCA parameter that
-  `ompi_info --param btl ofi --level 9` (run through contrib/env, so with
-  this build of the component) does not list;
-- a parameter ompi_info lists is named neither in README.md's MCA section
-  nor in any docs/*.md (docs/parameters.md, generated, names them all);
+- docs/parameters.md, or README.md's block between `<!-- parameters:begin
+  -->` and `<!-- parameters:end -->`, differs from what `contrib/params`
+  writes from the parameter table in btl_ofi_params.c (then run
+  `contrib/params --write`);
+- the table and `ompi_info --param btl ofi --level 9` (run through
+  contrib/env, so with this build of the component) disagree: a parameter
+  one has and the other lacks, or another level, type or default;
+- README.md or a document names a `btl_ofi_*` MCA parameter that ompi_info
+  does not list;
 - a relative link in README.md, docs/*.md or docs/bench/**/README.md names
   a file that does not exist, or a '#anchor' no heading of that file gives;
 - README.md is past the front page's limits (250 lines, 400 characters a
@@ -29,6 +33,7 @@ Not parameters, so not checked against ompi_info: the MPI_T variables
 """
 
 import glob
+import importlib.machinery
 import os
 import re
 import subprocess
@@ -58,8 +63,9 @@ def check_tables(src):
 
 
 def ompi_info_params(src, build):
-    """The parameter names ompi_info lists for btl/ofi, or raise
-    RuntimeError saying why there are none."""
+    """{name: {field: text}} of the parameters ompi_info lists for btl/ofi
+    (fields level, type, value, source), or raise RuntimeError saying why
+    there are none."""
     so = os.path.join(build, "mca_btl_ofi.so")
     if not os.path.isfile(so):
         raise RuntimeError("no %s: build the component first (contrib/setup --component-only)" % so)
@@ -73,32 +79,55 @@ def ompi_info_params(src, build):
     if p.returncode != 0:
         raise RuntimeError("ompi_info through contrib/env failed (exit %d): %s" % (
             p.returncode, (p.stderr or p.stdout).strip()[-500:]))
-    names = set(re.findall(r"^mca:btl:ofi:param:(btl_ofi_[a-z0-9_]+):", p.stdout, re.M))
-    if not names:
+    params = {}
+    for m in re.finditer(r"^mca:btl:ofi:param:(btl_ofi_[a-z0-9_]+):(level|type|value|source):"
+                         r"(.*)$", p.stdout, re.M):
+        params.setdefault(m.group(1), {})[m.group(2)] = m.group(3)
+    if not params:
         raise RuntimeError("ompi_info listed no btl_ofi_* parameter (is our component on "
                            "the component path? output: %s)" % p.stdout.strip()[-300:])
-    return names
+    return params
 
 
-def readme_mca_table(text):
-    """The names in the first column of README's '## MCA parameters' table."""
-    m = re.search(r"^## MCA parameters\n(.*?)(?=^## )", text, re.S | re.M)
-    if not m:
-        return None
-    names = set()
-    for line in m.group(1).split("\n"):
-        if line.startswith("|") and line.count("|") >= 3:
-            first = line.split("|")[1]
-            names.update(n for n in NAME_RE.findall(first) if not is_pvar(n))
-    return names
+def params_tool(src):
+    """contrib/params as a module: the table's reader, the documents' writer."""
+    path = os.path.join(src, "contrib", "params")
+    return importlib.machinery.SourceFileLoader("btl_ofi_params_tool", path).load_module()
+
+
+def table_against_ompi_info(rows, listed):
+    """Where the parameter table and what ompi_info lists disagree."""
+    problems = []
+    table = {r["name"]: r for r in rows}
+    for name in sorted(set(listed) - set(table)):
+        problems.append("btl_ofi_params.c: %s (ompi_info lists it) has no row" % name)
+    for name in sorted(set(table) - set(listed)):
+        problems.append("btl_ofi_params.c: %s has a row, ompi_info does not list it" % name)
+    for name in sorted(set(table) & set(listed)):
+        row, info = table[name], listed[name]
+        for field, ours in (("level", row["level"]), ("type", row["type"])):
+            if str(ours) != info.get(field):
+                problems.append("btl_ofi_params.c: %s has %s %s, ompi_info says %s" % (
+                    name, field, ours, info.get(field)))
+        if (row["default"] is not None and info.get("source") == "default"
+                and str(row["default"]) != info.get("value")):
+            problems.append("btl_ofi_params.c: %s defaults to '%s', ompi_info says '%s'" % (
+                name, row["default"], info.get("value")))
+    return problems
 
 
 def check_params(src, build):
-    problems = []
+    try:
+        tool = params_tool(src)
+        rows = tool.load(src)
+    except Exception as e:  # noqa: BLE001 (a table that does not parse is the finding)
+        return ["parameter table: %s" % e], 0
+    problems = ["parameters: " + p for p in tool.check(src)]
     try:
         listed = ompi_info_params(src, build)
     except RuntimeError as e:
-        return ["MCA parameters: " + str(e)], 0
+        return problems + ["MCA parameters: " + str(e)], 0
+    problems += table_against_ompi_info(rows, listed)
     for doc in documents(src):
         with open(doc) as f:
             for n, line in enumerate(f, 1):
@@ -106,19 +135,6 @@ def check_params(src, build):
                     if not is_pvar(name) and name not in listed:
                         problems.append("%s:%d: %s is not a parameter ompi_info lists" % (
                             os.path.relpath(doc, src), n, name))
-    with open(os.path.join(src, "README.md")) as f:
-        table = readme_mca_table(f.read())
-    if table is None:
-        problems.append("README.md: no '## MCA parameters' section")
-    else:
-        # README keeps a short list; the rest are documented in docs/
-        named = set(table)
-        for doc in documents(src)[1:]:
-            with open(doc) as f:
-                named.update(NAME_RE.findall(f.read()))
-        for name in sorted(listed - named):
-            problems.append("README.md: %s (ompi_info lists it) is in neither README's MCA "
-                            "section nor docs/*.md" % name)
     return problems, len(listed)
 
 
@@ -218,8 +234,8 @@ def main(argv):
     problems += fp
     pp, count = check_params(src, build)
     print("MCA parameters: %d listed by ompi_info, %s" % (
-        count, "every one documented, none unknown named" if not pp
-        else "%d problem(s)" % len(pp)))
+        count, "the table, docs/parameters.md and README's block agree with it, none unknown "
+        "named" if not pp else "%d problem(s)" % len(pp)))
     problems += pp
     for p in problems:
         print("FAIL: " + p)
