@@ -615,7 +615,7 @@ int mca_btl_ofi_params_register(const mca_base_component_t *version)
 static void show_bad_param(const mca_btl_ofi_param_t *row, long long value, long long min,
                            long long max, long long used)
 {
-    char name[MCA_BASE_MAX_VARIABLE_NAME_LEN + 16];
+    char name[128]; /* btl_ofi_ and a name of the table */
 
     (void) snprintf(name, sizeof(name), "btl_ofi_%s", row->name);
     opal_show_help("help-mpi-btl-ofi.txt", "bad parameter", true, opal_process_info.nodename, name,
