@@ -404,7 +404,8 @@ static const mca_btl_ofi_param_t params[] = {
         .def = 16 * 1024,
         .values = "1 .. btl_ofi_eager_limit",
         .check = check_rndv_eager_limit,
-        .help = "First fragment of a larger message, in bytes",
+        .help = "First fragment of a larger message, in bytes; out of range it becomes "
+                "btl_ofi_eager_limit, quietly",
     },
     /* == Open MPI's BTL parameters == */
     {
