@@ -131,6 +131,7 @@ typedef enum {
     MCA_BTL_OFI_CNT_LOCAL_ATOMIC, /**< atomics to a same-host peer through the shm module */
     MCA_BTL_OFI_CNT_LOOK_LATE, /**< looks that began btl_ofi_progress_nudge_us past their timer */
     MCA_BTL_OFI_CNT_NUDGE,     /**< second timers that found the woken thread not yet run */
+    MCA_BTL_OFI_CNT_AV_INSERT, /**< peers entered in the address vector */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -309,10 +310,13 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_comp_t);
 
 /** Header in front of every two-sided message; goes on the wire whole. */
 typedef struct mca_btl_ofi_am_hdr_t {
-    uint32_t src_vpid; /**< sender's rank in its job, to find the endpoint */
-    uint8_t tag;       /**< active-message tag */
-    uint8_t kind;      /**< mca_btl_ofi_msg_kind_t */
-    uint8_t pad[2];    /**< zero */
+    /** sender's job and rank in it, to find the endpoint: after a spawn or
+     * a connect/accept, peers of several jobs share the same ranks */
+    uint32_t src_jobid;
+    uint32_t src_vpid;
+    uint8_t tag;    /**< active-message tag */
+    uint8_t kind;   /**< mca_btl_ofi_msg_kind_t */
+    uint8_t pad[6]; /**< unused; keeps the payload 8-byte aligned */
 } mca_btl_ofi_am_hdr_t;
 
 /**
@@ -673,7 +677,8 @@ int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
 int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
                           mca_btl_base_endpoint_t **peers);
 /** The endpoint of a peer of our job by rank, or NULL. */
-mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *module, uint32_t vpid);
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_of_sender(mca_btl_ofi_module_t *module,
+                                                       const mca_btl_ofi_am_hdr_t *hdr);
 void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint);
 
 /** After a post to @p endpoint succeeded: the provider has connected to it. */

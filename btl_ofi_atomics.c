@@ -329,7 +329,7 @@ static void send_reply(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *end
 
 static void serve_request(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t *hdr, size_t len)
 {
-    mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_endpoint_for_vpid(module, hdr->src_vpid);
+    mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_endpoint_of_sender(module, hdr);
     emu_request_t req;
     emu_reply_t reply = { .status = OPAL_SUCCESS };
     enum fi_datatype dt;

@@ -771,6 +771,9 @@ static const struct {
                                 "Second timers (nudges) that found our progress thread woken "
                                 "and not yet run, each making the scheduler choose again on its "
                                 "CPU" },
+    [MCA_BTL_OFI_CNT_AV_INSERT] = { "av_insert_count",
+                                    "Peers entered in the provider's address vector, one per "
+                                    "process met and module; they stay until the module closes" },
 };
 
 static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)

@@ -701,6 +701,15 @@ static int look_at(mca_btl_ofi_context_t *context)
     return n;
 }
 
+/* Operations of ours that still need progress: one-sided ones in flight,
+ * sends the provider has not completed, and sends it refused for now (a
+ * connection that tcp;ofi_rxm is still setting up refuses them for tens
+ * of milliseconds). */
+static bool context_owes(const mca_btl_ofi_context_t *context)
+{
+    return context->outstanding > 0 || context->sends_in_flight > 0 || context->pending_count > 0;
+}
+
 bool mca_btl_ofi_contexts_look(bool *busy)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
@@ -714,7 +723,7 @@ bool mca_btl_ofi_contexts_look(bool *busy)
             int n = look_at(module->contexts + i);
 
             steps += n >= 0;
-            *busy |= n > 0 || module->contexts[i].outstanding > 0;
+            *busy |= n > 0 || context_owes(module->contexts + i);
         }
         if (steps > 0) {
             stepped_in = true;

@@ -310,6 +310,7 @@ static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opa
         show_unreachable(module, proc, rc < 0 ? fi_strerror(-rc) : "fi_av_insert inserted nothing");
         goto out;
     }
+    mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_AV_INSERT, 1);
     if (module->is_scalable_ep) {
         addr = fi_rx_addr(addr, 0, module->rx_ctx_bits);
     }
@@ -462,12 +463,12 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
     return OPAL_SUCCESS;
 }
 
-mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_for_vpid(mca_btl_ofi_module_t *module, uint32_t vpid)
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_of_sender(mca_btl_ofi_module_t *module,
+                                                       const mca_btl_ofi_am_hdr_t *hdr)
 {
-    opal_process_name_t name = OPAL_PROC_MY_NAME;
+    opal_process_name_t name = { .jobid = hdr->src_jobid, .vpid = hdr->src_vpid };
     mca_btl_ofi_endpoint_t *endpoint = NULL;
 
-    name.vpid = vpid;
     mca_btl_ofi_lock(&module->lock);
     (void) opal_hash_table_get_value_uint64(&module->peers, name_key(name), (void **) &endpoint);
     mca_btl_ofi_unlock(&module->lock);

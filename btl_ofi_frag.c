@@ -284,7 +284,7 @@ static void deliver_am(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t 
     mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_RECV_BYTES, len);
     if (OPAL_LIKELY(NULL != reg->cbfunc)) {
         mca_btl_ofi_compat_deliver(&module->super, reg, tag,
-                                   mca_btl_ofi_endpoint_for_vpid(module, hdr->src_vpid), &segment);
+                                   mca_btl_ofi_endpoint_of_sender(module, hdr), &segment);
     } else {
         MCA_BTL_OFI_VERBOSE(1, "dropped a message with unregistered tag %d", tag);
     }
@@ -304,6 +304,30 @@ static const mca_btl_ofi_msg_handler_t *handler_of(const mca_btl_ofi_frag_t *fra
     return NULL;
 }
 
+/*
+ * A message handed over without a callback did not arrive: nothing above
+ * learns it, and the peer would wait for it for good.  Seen when a
+ * process of another job (spawned, connected) dies: its runtime ends that
+ * job, not ours.  The layer above is told the peer is lost, once; ob1 then
+ * ends the job (with ULFM, it marks the peer failed).
+ */
+static void report_lost_message(mca_btl_ofi_frag_t *frag, int status)
+{
+    mca_btl_ofi_module_t *module = frag->module;
+    mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
+
+    if (NULL == endpoint || !endpoint->reachable) {
+        return;
+    }
+    endpoint->reachable = false;
+    opal_show_help("help-mpi-btl-ofi.txt", "message lost", true, opal_process_info.nodename,
+                   OPAL_NAME_PRINT(endpoint->proc->proc_name), opal_strerror(status));
+    if (NULL != module->error_cb) {
+        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
+                         "btl/ofi: a message to the peer was lost");
+    }
+}
+
 static void send_done(mca_btl_ofi_frag_t *frag, int status)
 {
     mca_btl_base_descriptor_t *des = &frag->base;
@@ -315,6 +339,8 @@ static void send_done(mca_btl_ofi_frag_t *frag, int status)
     /* a queued send always reports its completion */
     if (NULL != des->des_cbfunc) {
         des->des_cbfunc(&frag->module->super, frag->endpoint, des, status);
+    } else if (OPAL_SUCCESS != status) {
+        report_lost_message(frag, status);
     }
     if (flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
         frag_return(frag);
@@ -535,6 +561,7 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     if (OPAL_UNLIKELY(NULL == frag->endpoint || !frag->endpoint->reachable)) {
         return OPAL_ERR_UNREACH;
     }
+    frag->hdr->src_jobid = OPAL_PROC_MY_NAME.jobid;
     frag->hdr->src_vpid = OPAL_PROC_MY_NAME.vpid;
     frag->hdr->tag = tag;
     frag->hdr->kind = (uint8_t) kind;
@@ -557,6 +584,7 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     if (OPAL_LIKELY(0 == rc)) {
         count_sent(module, frag);
         mca_btl_ofi_sockets_posted(frag->endpoint);
+        mca_btl_ofi_progress_sent();
         return inject ? 1 : 0;
     }
     if (-FI_EAGAIN != rc) {
@@ -568,6 +596,7 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     opal_list_append(&context->pending_sends, &frag->base.super.super);
     ++context->pending_count;
     mca_btl_ofi_unlock(&context->lock);
+    mca_btl_ofi_progress_sent();
     return 0;
 }
 

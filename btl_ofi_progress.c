@@ -731,6 +731,24 @@ static void ask_real_time(int priority)
     MCA_BTL_OFI_VERBOSE(10, "progress thread: SCHED_RR priority %d", priority);
 }
 
+/*
+ * Sends are watched for the linger time after the last sign of traffic,
+ * exposed memory or not; then the flag is cleared, and the next send
+ * kicks the thread.  The plan that clears it still counts as watching: a
+ * send posted just before the clear saw the flag set and kicked nobody,
+ * and the look this plan leads to moves it.
+ */
+static bool watch_sends(int64_t quiet_ns, int64_t linger_ns)
+{
+    if (0 == mca_btl_ofi_progress_watching_sends) {
+        return false;
+    }
+    if (quiet_ns >= linger_ns) {
+        __atomic_store_n(&mca_btl_ofi_progress_watching_sends, 0, __ATOMIC_SEQ_CST);
+    }
+    return true;
+}
+
 static void *progress_thread_main(void *arg)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
@@ -765,6 +783,7 @@ static void *progress_thread_main(void *arg)
 
         plan.exposed = progress_thread.exposed > 0;
         plan.quiet_ns = mca_btl_ofi_now_ns() - last_traffic;
+        plan.sending = watch_sends(plan.quiet_ns, plan.linger_ns);
         timeout_us = mca_btl_ofi_look_after_us(&plan);
         /* The application was in every context at the last look: origins
          * that wait on a rank which is communicating wake its thread for
@@ -777,9 +796,9 @@ static void *progress_thread_main(void *arg)
         if (LOOK_STOP == cause) {
             break;
         }
-        if (LOOK_KICK == cause || progress_thread.exposed <= 0) {
-            /* the next plan sees the new exposure; an exposure that
-             * begins is likely followed by traffic */
+        if (LOOK_KICK == cause || !(progress_thread.exposed > 0 || plan.sending)) {
+            /* the next plan sees the new exposure or send; either is
+             * likely followed by traffic */
             last_traffic = mca_btl_ofi_now_ns();
             continue;
         }
@@ -794,9 +813,13 @@ static void *progress_thread_main(void *arg)
     return NULL;
 }
 
+/* 1 while there is no thread to tell (none enabled, or stopped) */
+volatile int32_t mca_btl_ofi_progress_watching_sends = 1;
+
 void mca_btl_ofi_progress_thread_enable(const mca_btl_ofi_progress_setup_t *setup)
 {
     progress_thread.enabled = true;
+    mca_btl_ofi_progress_watching_sends = 0;
     progress_thread.can_sleep = setup->can_sleep;
     progress_thread.look = setup->look;
     progress_thread.period_us =
@@ -838,7 +861,7 @@ static int start_locked(void)
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     progress_thread.running = true;
-    MCA_BTL_OFI_VERBOSE(10, "progress thread started: memory is exposed");
+    MCA_BTL_OFI_VERBOSE(10, "progress thread started: memory is exposed or a send was posted");
     ask_real_time(mca_btl_ofi_component.progress_rt_priority);
     return OPAL_SUCCESS;
 }
@@ -872,10 +895,29 @@ void mca_btl_ofi_progress_expose(int delta)
     pthread_mutex_unlock(&progress_thread.start_lock);
 }
 
+/* The first send after the thread stopped watching: wake it, or start it. */
+void mca_btl_ofi_progress_watch_sends(void)
+{
+    int32_t idle = 0;
+
+    if (!__atomic_compare_exchange_n(&mca_btl_ofi_progress_watching_sends, &idle, 1, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+        return; /* another thread of the rank told it */
+    }
+    pthread_mutex_lock(&progress_thread.start_lock);
+    if (progress_thread.running) {
+        kick();
+    } else {
+        (void) start_locked();
+    }
+    pthread_mutex_unlock(&progress_thread.start_lock);
+}
+
 void mca_btl_ofi_progress_thread_stop(void)
 {
     pthread_mutex_lock(&progress_thread.start_lock);
     progress_thread.enabled = false;
+    mca_btl_ofi_progress_watching_sends = 1;
     mca_btl_ofi_wake_listen(false);
     if (!progress_thread.running) {
         pthread_mutex_unlock(&progress_thread.start_lock);

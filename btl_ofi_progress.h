@@ -99,4 +99,22 @@ void mca_btl_ofi_progress_thread_stop(void);
  */
 void mca_btl_ofi_progress_expose(int delta);
 
+/**
+ * Zero while a send of ours would find the thread not watching sends: a
+ * provider that moves data only when called may hold an injected or
+ * queued send until someone progresses, and the rank that sent it may
+ * next block outside MPI (MPI_Comm_connect's PMIx exchange, a
+ * computation) while its peer waits for the message.
+ */
+extern volatile int32_t mca_btl_ofi_progress_watching_sends;
+void mca_btl_ofi_progress_watch_sends(void);
+
+/** A send was posted or queued: the thread looks for the linger time. */
+static inline void mca_btl_ofi_progress_sent(void)
+{
+    if (__builtin_expect(0 == mca_btl_ofi_progress_watching_sends, 0)) {
+        mca_btl_ofi_progress_watch_sends();
+    }
+}
+
 #endif /* MCA_BTL_OFI_PROGRESS_H */

@@ -312,6 +312,7 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
 /** What the thread knows when it plans its next look. */
 typedef struct mca_btl_ofi_look_plan_t {
     bool exposed;      /**< some registration of ours takes remote access */
+    bool sending;      /**< a send of ours may still wait in the provider */
     bool can_sleep;    /**< every peer can wake the thread (wake-ups reach it) */
     int64_t quiet_ns;  /**< since the last sign of traffic aimed at us */
     int64_t linger_ns; /**< btl_ofi_progress_linger_us */
@@ -321,9 +322,10 @@ typedef struct mca_btl_ofi_look_plan_t {
 
 /**
  * Microseconds until the thread's next look: -1 (no timer) while nothing
- * is exposed, since then no peer can aim an operation at us; the sleep
- * period once traffic has been quiet for the linger time, where peers can
- * wake the thread; the awake interval otherwise.
+ * is exposed and no send of ours may wait in the provider, since then no
+ * peer needs us; the awake interval while only sends are watched; the
+ * sleep period once traffic has been quiet for the linger time, where
+ * peers can wake the thread; the awake interval otherwise.
  */
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);
 

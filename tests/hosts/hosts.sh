@@ -15,6 +15,9 @@
 #             with one rank each; a subset on 3 hosts x 1 rank and on 2 hosts
 #             x 2 ranks; rma_atomics (contention) on 3 hosts x 2 ranks (first
 #             provider only)
+#   dpm       tests/mpi/dpm.c with every child on the second host: spawn,
+#             spawn_multiple, connect/accept and join (the suite runs its
+#             manifest lines too, children wherever PRRTE maps them)
 #   hosts_rma tests/hosts/hosts-rma.c: puts, gets and fetch-and-op over
 #             MPI_Win_create, dynamic and MPI_Win_allocate windows, each
 #             flavour proven to go through our btl/ofi by its MPI_T counters
@@ -121,6 +124,21 @@ safe_name() {
 
 fail_reason=""
 
+# PRRTE 5.0.7's daemons fail to unpack the data of a connect between jobs
+# across hosts (pmix_server_dyn.c, then the unpack chain under it), with
+# Open MPI's btl/tcp too; the connect itself completes.  Those lines are
+# allowed in the runs of dpm; any other PMIx error fails a run.
+PMIX_DYN_KNOWN='pmix_server_dyn\.c|bfrop_base_unpack\.c|bfrop_pmix41\.c|psquash_flex128\.c'
+
+unexpected_pmix_errors() {
+    local name=$1 log=$2
+    if [ "$name" = dpm ]; then
+        grep -a 'PMIX ERROR' "$log" | grep -Eavq "$PMIX_DYN_KNOWN"
+    else
+        grep -aq 'PMIX ERROR' "$log"
+    fi
+}
+
 run_mpi() {
     local name=$1 np=$2 hosts=$3 nics=$4 prov=$5 check=$6
     shift 6
@@ -183,7 +201,7 @@ run_mpi() {
         return 0
     fi
     fail_reason=""
-    if grep -aq 'PMIX ERROR' "$log"; then
+    if unexpected_pmix_errors "$name" "$log"; then
         fail_reason="PMIx errors in the output"
     elif clean_log "$log" | grep -q 'btl:ofi: module [0-9]* on lo:'; then
         fail_reason="a module on the loopback interface"
@@ -534,6 +552,11 @@ if [ $rails_only = 0 ]; then
     for prov in "${providers[@]}"; do
         run_suite 2 2 1 "$prov"
         hosts_rma 2 2 "$prov"
+        # dynamic processes with every child on the other host
+        for mode in spawn multiple accept join; do
+            cur_np=2 cur_nics=1
+            run_mpi dpm 2 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+        done
     done
 
     # 2. three hosts, and two ranks per host

@@ -316,16 +316,16 @@ lane_fault() {
     fault_case eio/put-rxm error 'write:200:eio' 0 "tcp;ofi_rxm" 2 "${rma[@]}"
     fault_case cqerr/rma error 'cq_read:300:cqerr_rma' 0 sockets 2 "${rma[@]}"
     fault_case cqerr/send error 'cq_read:100:cqerr_send' 0 sockets 2 "${p2p[@]}"
-    # the same on each kind of send ob1 makes here, by its length (our 8-byte
+    # the same on each kind of send ob1 makes here, by its length (our 16-byte
     # header + ob1's): the match of a 4000-byte eager message, the RGET
     # header of a 70000-byte one (its request completes on the peer's FIN,
     # so the error must reach ob1 before that FIN does), rank 0's FIN for
     # rank 1's RGET and an 8-byte match sent inline (both BTL-owned, no
     # callback: counted, the job completes)
-    fault_case cqerr/send-eager error 'cq_read:1:cqerr_send@4022' 0 sockets 2 "${p2p[@]}"
-    fault_case cqerr/send-rget error 'cq_read:1:cqerr_send@72' 0 sockets 2 "${p2p[@]}"
-    fault_case cqerr/send-fin error 'cq_read:1:cqerr_send@32' 0 sockets 2 "${p2p[@]}"
-    fault_case cqerr/send-inline error 'cq_read:1:cqerr_send@30' 0 sockets 2 "${p2p[@]}"
+    fault_case cqerr/send-eager error 'cq_read:1:cqerr_send@4030' 0 sockets 2 "${p2p[@]}"
+    fault_case cqerr/send-rget error 'cq_read:1:cqerr_send@80' 0 sockets 2 "${p2p[@]}"
+    fault_case cqerr/send-fin error 'cq_read:1:cqerr_send@40' 0 sockets 2 "${p2p[@]}"
+    fault_case cqerr/send-inline error 'cq_read:1:cqerr_send@38' 0 sockets 2 "${p2p[@]}"
 
     # registration refused
     fault_case mr-reg/window error 'mr_reg:1*:eio' 0 sockets 2 "${rma[@]}"
@@ -404,8 +404,33 @@ stale_shm_case() {
     fi
 }
 
+# A spawned child SIGKILLs itself while its parents exchange with it
+# (tests/mpi/dpm.c -m die): the runtime ends the child's job only, so the
+# parents must learn it from us (a send that failed: [message lost]) and
+# end, not wait for good.
+dpm_death_case() {
+    local prov=$1 name
+    name="dpm-child/$(echo "$prov" | tr ';' '+')"
+    faults_mpirun peer-death "$name" 60 -np 2 --oversubscribe "${BASE[@]}" \
+        --mca btl_ofi_provider_include "$prov" "$FAULTS_BUILD/mpi/dpm" -m die
+    local left details
+    sleep 2
+    left=$(faults_reap)
+    details="rc=$MPI_RC, ${MPI_SECS}s, left behind: $left"
+    if ! grep -a -q '^KILL rank=' "$MPI_LOG"; then
+        faults_report FAIL peer-death "$name" "the child never reached its kill point; $details"
+    elif faults_timed_out || grep -a -q 'SURVIVED' "$MPI_LOG"; then
+        faults_report FAIL peer-death "$name" "the parents kept waiting on the dead child; $details"
+    elif [ "$left" != 0 ]; then
+        faults_report FAIL peer-death "$name" "processes left behind; $details"
+    else
+        faults_report PASS peer-death "$name" "the parents ended; $details"
+    fi
+}
+
 lane_peer_death() {
     stale_shm_case
+    dpm_death_case sockets
     peer_death_case rma sockets
     peer_death_case p2p sockets
     peer_death_case rma "tcp;ofi_rxm"

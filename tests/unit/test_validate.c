@@ -687,6 +687,11 @@ static void test_look_after(void **state)
     assert_int_equal(-1, mca_btl_ofi_look_after_us(&plan));
     plan.quiet_ns = 1000000000;
     assert_int_equal(-1, mca_btl_ofi_look_after_us(&plan));
+    /* a send may wait in the provider: awake, although nothing is exposed
+     * (the thread itself stops watching sends after the linger time) */
+    plan.sending = true;
+    assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+    plan.sending = false;
     /* exposed, traffic within the linger time: awake */
     plan.exposed = true;
     plan.quiet_ns = plan.linger_ns - 1;
