@@ -713,7 +713,7 @@ int mca_btl_ofi_progress(void);
  * The progress thread's look (mca_btl_ofi_look_fn_t): drive every context
  * the application did not enter since the previous look.
  */
-bool mca_btl_ofi_contexts_look(bool *busy);
+bool mca_btl_ofi_contexts_look(bool *busy, bool *sending);
 /** Progress every context of one module; returns the completions handed out. */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 /**

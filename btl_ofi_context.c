@@ -701,16 +701,15 @@ static int look_at(mca_btl_ofi_context_t *context)
     return n;
 }
 
-/* Operations of ours that still need progress: one-sided ones in flight,
- * sends the provider has not completed, and sends it refused for now (a
- * connection that tcp;ofi_rxm is still setting up refuses them for tens
- * of milliseconds). */
+/* Operations of ours that still need progress: one-sided ones in flight
+ * and sends the provider refused for now (a connection that tcp;ofi_rxm
+ * is still setting up refuses them for tens of milliseconds). */
 static bool context_owes(const mca_btl_ofi_context_t *context)
 {
-    return context->outstanding > 0 || context->sends_in_flight > 0 || context->pending_count > 0;
+    return context->outstanding > 0 || context->pending_count > 0;
 }
 
-bool mca_btl_ofi_contexts_look(bool *busy)
+bool mca_btl_ofi_contexts_look(bool *busy, bool *sending)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     bool stepped_in = false;
@@ -724,6 +723,7 @@ bool mca_btl_ofi_contexts_look(bool *busy)
 
             steps += n >= 0;
             *busy |= n > 0 || context_owes(module->contexts + i);
+            *sending |= module->contexts[i].sends_in_flight > 0;
         }
         if (steps > 0) {
             stepped_in = true;

@@ -732,12 +732,15 @@ static void ask_real_time(int priority)
 }
 
 /*
- * Sends are watched for the linger time after the last sign of traffic,
- * exposed memory or not; then the flag is cleared, and the next send
- * kicks the thread.  The plan that clears it still counts as watching: a
- * send posted just before the clear saw the flag set and kicked nobody,
- * and the look this plan leads to moves it.
+ * Sends are watched for the linger time after the last sign of traffic
+ * while memory is exposed, and for SEND_WATCH_PERIODS periods while it is
+ * not; then the flag is cleared, and the next send kicks the thread.
+ * The plan that clears it still counts as watching: a send posted just
+ * before the clear saw the flag set and kicked nobody, and the look this
+ * plan leads to moves it.
  */
+#define SEND_WATCH_PERIODS 4
+
 static bool watch_sends(int64_t quiet_ns, int64_t linger_ns)
 {
     if (0 == mca_btl_ofi_progress_watching_sends) {
@@ -765,6 +768,12 @@ static void *progress_thread_main(void *arg)
                                      .interval_us = progress_thread.period_us,
                                      .sleep_us = c->progress_sleep_us };
     int64_t last_traffic = mca_btl_ofi_now_ns();
+    /* with nothing exposed only our own sends need the thread, and they
+     * show as traffic while queued or in flight: a few periods after the
+     * last of them are enough, and a rank that computes after a barrier
+     * pays for a few looks, not for a whole linger time of them */
+    const int64_t send_linger_ns = (int64_t) SEND_WATCH_PERIODS * progress_thread.period_us * 1000;
+    int64_t watch_began = last_traffic; /* the kick that began the send watch */
     bool app_present = false;
 
     (void) arg;
@@ -778,12 +787,13 @@ static void *progress_thread_main(void *arg)
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     for (;;) {
         int wakeups = 0, timeout_us;
-        bool busy = false, stepped_in;
+        bool busy = false, in_flight = false, stepped_in;
+        int64_t now;
         look_cause_t cause;
 
         plan.exposed = progress_thread.exposed > 0;
         plan.quiet_ns = mca_btl_ofi_now_ns() - last_traffic;
-        plan.sending = watch_sends(plan.quiet_ns, plan.linger_ns);
+        plan.sending = watch_sends(plan.quiet_ns, plan.exposed ? plan.linger_ns : send_linger_ns);
         timeout_us = mca_btl_ofi_look_after_us(&plan);
         /* The application was in every context at the last look: origins
          * that wait on a rank which is communicating wake its thread for
@@ -796,16 +806,23 @@ static void *progress_thread_main(void *arg)
         if (LOOK_STOP == cause) {
             break;
         }
+        if (LOOK_KICK == cause) {
+            watch_began = mca_btl_ofi_now_ns();
+        }
         if (LOOK_KICK == cause || !(progress_thread.exposed > 0 || plan.sending)) {
             /* the next plan sees the new exposure or send; either is
              * likely followed by traffic */
             last_traffic = mca_btl_ofi_now_ns();
             continue;
         }
-        stepped_in = progress_thread.look(&busy);
+        stepped_in = progress_thread.look(&busy, &in_flight);
         count_look(cause, wakeups);
-        if (busy || LOOK_WOKEN == cause) {
-            last_traffic = mca_btl_ofi_now_ns();
+        now = mca_btl_ofi_now_ns();
+        /* a send in flight keeps the thread looking for one linger time
+         * from the send that began the watch, no longer: one to a peer
+         * that computes completes only when that peer progresses */
+        if (busy || LOOK_WOKEN == cause || (in_flight && now - watch_began < plan.linger_ns)) {
+            last_traffic = now;
         }
         plan.interval_us = next_interval_us(plan.interval_us, stepped_in);
         app_present = !stepped_in;

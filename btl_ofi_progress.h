@@ -73,9 +73,10 @@ bool mca_btl_ofi_wake_send(const mca_btl_ofi_wake_to_t *wake);
 /**
  * One look: step in for every context the application left alone since
  * the last look.  Returns whether it stepped in for any; sets @p busy when
- * traffic shows (completions read, operations of ours outstanding).
+ * traffic shows (completions read, operations of ours outstanding, sends
+ * queued), @p sending when sends of ours are in flight.
  */
-typedef bool (*mca_btl_ofi_look_fn_t)(bool *busy);
+typedef bool (*mca_btl_ofi_look_fn_t)(bool *busy, bool *sending);
 
 /** What the thread is given at component init. */
 typedef struct mca_btl_ofi_progress_setup_t {

@@ -4,19 +4,26 @@
  * MPI call, three times:
  *
  *   1. before any window: nothing of ours takes remote access, so no peer
- *      can aim an operation at us, and the thread must not look once (nor
- *      exist: expose_count stays 0);
+ *      can aim an operation at us: the thread looks only while the last
+ *      sends before the phase are watched, at most a linger time
+ *      (expose_count stays 0);
  *   2. with an MPI_Win_create window and an MPI_Win_lock_all epoch, nothing
  *      aimed at anyone: the thread may look, but far less often than once
  *      per btl_ofi_progress_idle_us (at most a quarter of the looks a
  *      100 us timer would make: a sleeping thread makes about 1 %);
- *   3. after MPI_Win_free: no look at all again.
+ *   3. after MPI_Win_free: again only the few looks after the last sends.
  *
  * Then a put to the right neighbour and a flush check that the window
  * works, and the counters show our btl/ofi carried it.  Counts, not
  * times, are checked: a loaded machine only makes the thread look less.
  */
 #include "common.h"
+
+/* The sends just before a phase (the barrier's) are watched in case the
+ * provider holds one: while one is in flight (to a peer that computes,
+ * until it progresses) for at most btl_ofi_progress_linger_us, 10 ms of
+ * looks every 100 us, then 4 periods more, with a margin. */
+#define SEND_WATCH_LOOKS 150
 
 static void compute_for(double seconds)
 {
@@ -93,12 +100,14 @@ int main(int argc, char **argv)
            tc_rank, phase, bare, exposed, after, 100, timer_looks, counter("expose_count"));
     fflush(stdout);
     if (!tc_stock_run()) {
-        TC_CHECK(0 == bare, "the thread looked %lu times before anything was exposed", bare);
+        TC_CHECK(bare <= SEND_WATCH_LOOKS,
+                 "the thread looked %lu times before anything was exposed", bare);
         TC_CHECK(exposed <= timer_looks / 4,
                  "the thread looked %lu times in %.1f s with nothing aimed at this rank "
                  "(a 100 us timer: %lu)",
                  exposed, phase, timer_looks);
-        TC_CHECK(after <= 1, "the thread looked %lu times after the window was freed", after);
+        TC_CHECK(after <= SEND_WATCH_LOOKS + 1,
+                 "the thread looked %lu times after the window was freed", after);
     }
     btl_ofi_pvars_print(stdout, tc_rank);
     return tc_finish();
