@@ -891,6 +891,18 @@ static void kick(void)
     }
 }
 
+/* Something for the thread to watch began: wake it, or create it. */
+static void kick_or_start(void)
+{
+    pthread_mutex_lock(&progress_thread.start_lock);
+    if (progress_thread.running) {
+        kick();
+    } else {
+        (void) start_locked();
+    }
+    pthread_mutex_unlock(&progress_thread.start_lock);
+}
+
 void mca_btl_ofi_progress_expose(int delta)
 {
     if (1 != delta) {
@@ -903,13 +915,7 @@ void mca_btl_ofi_progress_expose(int delta)
     if (mca_btl_ofi_component.module_count > 0) {
         mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_EXPOSE, 1);
     }
-    pthread_mutex_lock(&progress_thread.start_lock);
-    if (progress_thread.running) {
-        kick();
-    } else {
-        (void) start_locked();
-    }
-    pthread_mutex_unlock(&progress_thread.start_lock);
+    kick_or_start();
 }
 
 /* The first send after the thread stopped watching: wake it, or start it. */
@@ -921,13 +927,7 @@ void mca_btl_ofi_progress_watch_sends(void)
                                      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
         return; /* another thread of the rank told it */
     }
-    pthread_mutex_lock(&progress_thread.start_lock);
-    if (progress_thread.running) {
-        kick();
-    } else {
-        (void) start_locked();
-    }
-    pthread_mutex_unlock(&progress_thread.start_lock);
+    kick_or_start();
 }
 
 void mca_btl_ofi_progress_thread_stop(void)
