@@ -98,8 +98,8 @@ static void parse_options(int argc, char **argv, options_t *o)
 typedef struct {
     long fds;
     long threads;
-    unsigned long regions; /* registrations held by our component */
-    unsigned long peers;   /* address-vector entries made */
+    long regions; /* registrations held by our component */
+    long peers;   /* address-vector entries made */
 } usage_t;
 
 static long count_fds(void)
@@ -135,21 +135,12 @@ static long count_threads(void)
     return n;
 }
 
-static unsigned long held(const char *taken, const char *released)
-{
-    unsigned long in = 0, out = 0;
-
-    (void) btl_ofi_pvars_read(taken, &in);
-    (void) btl_ofi_pvars_read(released, &out);
-    return in - out;
-}
-
 static void measure(usage_t *u)
 {
     u->fds = count_fds();
     u->threads = count_threads();
-    u->regions = held("mr_count", "mr_release_count");
-    (void) btl_ofi_pvars_read("av_insert_count", &u->peers);
+    u->regions = btl_ofi_pvars_mr_held();
+    u->peers = btl_ofi_pvars_get("av_insert_count");
 }
 
 /* START: before the first cycle; FIRST: after it.  Every process met
@@ -159,17 +150,17 @@ static void measure(usage_t *u)
  * the rest must not grow at all. */
 static void check_flat(const usage_t *start, const usage_t *first, const usage_t *now, int cycle)
 {
-    unsigned long per_cycle = first->peers - start->peers;
+    long per_cycle = first->peers - start->peers;
 
     TC_CHECK(now->fds <= first->fds, "cycle %d: %ld file descriptors, %ld after cycle 1", cycle,
              now->fds, first->fds);
     TC_CHECK(now->threads <= first->threads, "cycle %d: %ld threads, %ld after cycle 1", cycle,
              now->threads, first->threads);
-    TC_CHECK(now->regions <= first->regions, "cycle %d: %lu registrations held, %lu after cycle 1",
+    TC_CHECK(now->regions <= first->regions, "cycle %d: %ld registrations held, %ld after cycle 1",
              cycle, now->regions, first->regions);
-    TC_CHECK(now->peers <= start->peers + (unsigned long) cycle * per_cycle,
-             "cycle %d: %lu address-vector entries, %lu more than %d cycles of %lu", cycle,
-             now->peers, now->peers - start->peers - (unsigned long) cycle * per_cycle, cycle,
+    TC_CHECK(now->peers <= start->peers + (long) cycle * per_cycle,
+             "cycle %d: %ld address-vector entries, %ld more than %d cycles of %ld", cycle,
+             now->peers, now->peers - start->peers - (long) cycle * per_cycle, cycle,
              per_cycle);
 }
 
@@ -580,7 +571,7 @@ int main(int argc, char **argv)
             check_flat(&start, &first, &now, cycle);
         }
         if (1 == cycle || cycle == o.cycles || getenv("DPM_VERBOSE")) {
-            tc_phase("cycle %d: fds %ld threads %ld registrations %lu peers %lu", cycle, now.fds,
+            tc_phase("cycle %d: fds %ld threads %ld registrations %ld peers %ld", cycle, now.fds,
                      now.threads, now.regions, now.peers);
         }
     }
