@@ -195,6 +195,10 @@ struct mca_btl_base_endpoint_t {
     opal_atomic_int64_t outstanding;     /**< RMA operations in flight to this peer (atomic) */
     bool reachable;                      /**< false when no address could be made */
     mca_btl_ofi_wake_to_t wake;          /**< where its progress thread takes wake-ups */
+    /** a send to it has completed: its connection exists, and injected
+     * sends (reported done at once) no longer wait in the provider for one;
+     * set by the first completion, never cleared */
+    volatile bool send_confirmed;
     /** sockets: the TCP socket our provider connected to this peer still
      * needs its receive buffer widened (mca_btl_ofi_sockets_widen); set at
      * creation, cleared once by a posting path (two that race only look

@@ -29,6 +29,7 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->reachable = false;
     ep->wake.reachable = false;
     ep->widen_socket = false;
+    ep->send_confirmed = false;
     ep->rail_ep[0] = ep;
     for (int r = 1; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
         ep->rail_ep[r] = NULL;

