@@ -316,10 +316,10 @@ static void report_lost_message(mca_btl_ofi_frag_t *frag, int status)
     mca_btl_ofi_module_t *module = frag->module;
     mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
 
-    if (NULL == endpoint || !endpoint->reachable) {
+    if (NULL == endpoint || !endpoint->addr.reachable) {
         return;
     }
-    endpoint->reachable = false;
+    endpoint->addr.reachable = false;
     opal_show_help("help-mpi-btl-ofi.txt", "message lost", true, opal_process_info.nodename,
                    OPAL_NAME_PRINT(endpoint->proc->proc_name), opal_strerror(status));
     if (NULL != module->error_cb) {
@@ -384,12 +384,18 @@ static bool send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     mca_btl_ofi_frag_t *frag = frag_of(hdr);
 
     (void) len;
+    /* ahead of the return below: the progress thread, which parks what
+     * would call the layer above, may be first to see the peer answer */
+    if (OPAL_UNLIKELY(NULL != frag->endpoint && frag->endpoint->addr.widen_socket
+                      && OPAL_SUCCESS == status)) {
+        mca_btl_ofi_sockets_widen(frag->endpoint);
+    }
     if (!may_call_up && NULL != frag->base.des_cbfunc) {
         return false;
     }
     (void) mca_btl_ofi_add64(&frag->tx_context->sends_in_flight, -1);
     if (OPAL_SUCCESS == status && NULL != frag->endpoint) {
-        frag->endpoint->send_confirmed = true;
+        frag->endpoint->addr.send_confirmed = true;
     }
     send_done(frag, status);
     return true;
@@ -506,9 +512,9 @@ static ssize_t post_send(mca_btl_ofi_frag_t *frag, mca_btl_ofi_context_t *contex
     size_t len = sizeof(mca_btl_ofi_am_hdr_t) + frag->segment.seg_len;
 
     if (inject) {
-        return fi_inject(context->tx, frag->hdr, len, frag->endpoint->addr);
+        return fi_inject(context->tx, frag->hdr, len, frag->endpoint->addr.fi);
     }
-    return fi_send(context->tx, frag->hdr, len, frag->desc, frag->endpoint->addr,
+    return fi_send(context->tx, frag->hdr, len, frag->desc, frag->endpoint->addr.fi,
                    &frag->ctx.fi_ctx);
 }
 
@@ -561,13 +567,13 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     bool inject = may_inject && module->send_inject && len <= module->inject_size;
     ssize_t rc = -FI_EAGAIN;
 
-    if (OPAL_UNLIKELY(NULL == frag->endpoint || !frag->endpoint->reachable)) {
+    if (OPAL_UNLIKELY(NULL == frag->endpoint || !frag->endpoint->addr.reachable)) {
         return OPAL_ERR_UNREACH;
     }
     /* until one send to the peer has completed, its connection may not
      * exist, and an injected send would hide, as done, a message that
      * waits for it: the progress thread watches only sends in flight */
-    inject = inject && frag->endpoint->send_confirmed;
+    inject = inject && frag->endpoint->addr.send_confirmed;
     frag->hdr->src_jobid = OPAL_PROC_MY_NAME.jobid;
     frag->hdr->src_vpid = OPAL_PROC_MY_NAME.vpid;
     frag->hdr->tag = tag;
@@ -590,7 +596,6 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     }
     if (OPAL_LIKELY(0 == rc)) {
         count_sent(module, frag);
-        mca_btl_ofi_sockets_posted(frag->endpoint);
         mca_btl_ofi_progress_sent();
         return inject ? 1 : 0;
     }
@@ -634,7 +639,6 @@ static int drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *fa
         if (0 == rc) {
             pending_pop(context);
             count_sent(frag->module, frag);
-            mca_btl_ofi_sockets_posted(frag->endpoint);
             continue;
         }
         if (-FI_EAGAIN == rc) {
