@@ -199,8 +199,8 @@ typedef struct mca_btl_ofi_peer_addr_t {
     volatile bool send_confirmed;
     /** sockets: the TCP socket our provider connected to this peer still
      * needs its receive buffer widened (mca_btl_ofi_sockets_widen); set at
-     * creation, cleared by the first operation to the peer that completes
-     * (two that race only look twice) */
+     * creation, cleared by the first post to the peer that succeeds (two
+     * that race only look twice) */
     bool widen_socket;
     struct sockaddr_storage sock_name; /**< sockets: the peer endpoint's address */
     size_t sock_name_len;              /**< sockets: its length */
@@ -748,12 +748,18 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
 bool mca_btl_ofi_network_pass_skipped(mca_btl_ofi_module_t *module);
 /**
  * sockets: give the TCP sockets our provider connected to @p endpoint's
- * peer the receive buffer its listener gives the sockets it accepts.  The
- * owner of a completion calls it when an operation to the peer succeeded
- * while endpoint->addr.widen_socket is still set; once per peer, best
- * effort.
+ * peer the receive buffer its listener gives the sockets it accepts; once
+ * per peer, best effort.
  */
 void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint);
+
+/** After a post to @p endpoint succeeded: the provider has connected to it. */
+static inline void mca_btl_ofi_sockets_posted(mca_btl_ofi_endpoint_t *endpoint)
+{
+    if (OPAL_UNLIKELY(endpoint->addr.widen_socket)) {
+        mca_btl_ofi_sockets_widen(endpoint);
+    }
+}
 
 /** The calling thread's index, assigned at its first use of a context. */
 extern opal_thread_local int mca_btl_ofi_thread_index;

@@ -21,9 +21,9 @@
  *
  * Parked completions are handed out first, so their order is kept.  What
  * a completion means is its owner's business: nothing here names rdma,
- * atomics or fragments.  The owners report the first one to a peer that
- * succeeds where the sockets provider's connection to it still needs a
- * wider receive buffer (mca_btl_ofi_sockets_widen, below).
+ * atomics or fragments.  The posting paths report the first post to a
+ * peer where the sockets provider's connection to it still needs a wider
+ * receive buffer (mca_btl_ofi_sockets_widen, below).
  *
  * The progress thread's look (btl_ofi_progress.c owns the thread, and
  * calls mca_btl_ofi_contexts_look below).  Every application entry into a
@@ -354,16 +354,14 @@ void mca_btl_ofi_contexts_close(mca_btl_ofi_module_t *module)
  * accepts, but not those it connects.  Those we size here: the sockets
  * whose peer is the address add_procs noted (note_sockets_address).
  *
- * When: at the first operation to the peer that completes, which the
- * owners of completions report (send_complete, comp_complete), so that no
- * posting path carries the check.  The provider connects within the first
- * post to the peer, so by then the socket exists, and the kernel takes a
- * larger receive buffer on an open connection at any time.  Until then
- * the socket keeps its initial buffer for what the peer sends back on it:
- * the answers to the operations posted before that completion is handed
- * out, a few acknowledgements usually, more when a burst of reads goes
- * first.  The connections belong to the libfabric endpoint this file
- * opens, and rdma and frag may call here, not into btl_ofi_endpoint.c.
+ * When: right after the first post to the peer succeeded
+ * (mca_btl_ofi_sockets_posted, one predictable branch per post).  The
+ * provider connects within that post, so the socket exists, and nothing
+ * the peer sends back can have filled the initial buffer yet; widened at
+ * the first completion instead, a burst of reads posted before it would
+ * bring its answers into the initial buffer, where the stall begins.  The
+ * connections belong to the libfabric endpoint this file opens, and rdma
+ * and frag may call here, not into btl_ofi_endpoint.c.
  *
  * Once per peer, best effort: no socket found means the provider talks to
  * the peer over the socket it accepted, which the listener sized.

@@ -384,12 +384,6 @@ static bool send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     mca_btl_ofi_frag_t *frag = frag_of(hdr);
 
     (void) len;
-    /* ahead of the return below: the progress thread, which parks what
-     * would call the layer above, may be first to see the peer answer */
-    if (OPAL_UNLIKELY(NULL != frag->endpoint && frag->endpoint->addr.widen_socket
-                      && OPAL_SUCCESS == status)) {
-        mca_btl_ofi_sockets_widen(frag->endpoint);
-    }
     if (!may_call_up && NULL != frag->base.des_cbfunc) {
         return false;
     }
@@ -507,15 +501,29 @@ static mca_btl_base_descriptor_t *mca_btl_ofi_prepare_src(mca_btl_base_module_t 
     return &frag->base;
 }
 
+/*
+ * A send completes once its buffer is free again (FI_TRANSMIT_COMPLETE),
+ * whatever the endpoint's default, which is delivery-complete for the
+ * writes' sake: a delivery-complete send on tcp;ofi_rxm waits for the
+ * receiver's provider to acknowledge it, and a receiver that took the
+ * message and went on to block outside MPI (the children of a spawn, from
+ * their connect's broadcast into PMIx_Connect) never does, so the sender
+ * waited for good.  ob1 needs only the buffer back.
+ */
 static ssize_t post_send(mca_btl_ofi_frag_t *frag, mca_btl_ofi_context_t *context, bool inject)
 {
     size_t len = sizeof(mca_btl_ofi_am_hdr_t) + frag->segment.seg_len;
+    struct iovec iov = { .iov_base = frag->hdr, .iov_len = len };
+    struct fi_msg msg = { .msg_iov = &iov,
+                          .desc = &frag->desc,
+                          .iov_count = 1,
+                          .addr = frag->endpoint->addr.fi,
+                          .context = &frag->ctx.fi_ctx };
 
     if (inject) {
         return fi_inject(context->tx, frag->hdr, len, frag->endpoint->addr.fi);
     }
-    return fi_send(context->tx, frag->hdr, len, frag->desc, frag->endpoint->addr.fi,
-                   &frag->ctx.fi_ctx);
+    return fi_sendmsg(context->tx, &msg, FI_COMPLETION | FI_TRANSMIT_COMPLETE);
 }
 
 static void count_sent(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag)
@@ -596,6 +604,7 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     }
     if (OPAL_LIKELY(0 == rc)) {
         count_sent(module, frag);
+        mca_btl_ofi_sockets_posted(frag->endpoint);
         mca_btl_ofi_progress_sent();
         return inject ? 1 : 0;
     }
@@ -639,6 +648,7 @@ static int drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *fa
         if (0 == rc) {
             pending_pop(context);
             count_sent(frag->module, frag);
+            mca_btl_ofi_sockets_posted(frag->endpoint);
             continue;
         }
         if (-FI_EAGAIN == rc) {

@@ -101,16 +101,8 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     void *local_address = comp->local_address;
     mca_btl_base_registration_handle_t *local_handle = comp->local_handle;
     void *cbcontext = comp->cbcontext, *cbdata = comp->cbdata;
-    /* the peer as the module it was posted on knows it: that module's
-     * provider made the connection */
-    mca_btl_ofi_endpoint_t *peer = NULL != comp->rail_endpoint ? comp->rail_endpoint : endpoint;
 
     (void) len;
-    /* ahead of the return below: the progress thread, which parks what
-     * would call the layer above, may be first to see the peer answer */
-    if (OPAL_UNLIKELY(peer->addr.widen_socket && OPAL_SUCCESS == status)) {
-        mca_btl_ofi_sockets_widen(peer);
-    }
     if (!may_call_up) {
         return false;
     }
@@ -247,6 +239,10 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
         rc = post(comp, arg);
         mca_btl_ofi_app_add64(&context->app_posting, -1);
         if (OPAL_LIKELY(0 == rc)) {
+            /* the peer as the module it was posted on knows it: that
+             * module's provider made the connection */
+            mca_btl_ofi_sockets_posted(NULL != comp->rail_endpoint ? comp->rail_endpoint
+                                                                   : comp->endpoint);
             return OPAL_SUCCESS;
         }
         if (-FI_EAGAIN != rc || attempt >= BTL_OFI_POST_RETRIES) {
