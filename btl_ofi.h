@@ -22,8 +22,9 @@
  *                        MPI_T counters
  *   btl_ofi_module.c     memory registration, module open/finalize
  *   btl_ofi_endpoint.c   modex, address vector, add/del procs, peers
- *   btl_ofi_context.c    contexts, CQs and progress, and what the progress
- *                        thread's look does to them
+ *   btl_ofi_context.c    contexts, CQs and progress, what the progress
+ *                        thread's look does to them, and the receive
+ *                        buffers of the sockets provider's connections
  *   btl_ofi_rdma.c       put, get, flush and the one posting path
  *   btl_ofi_atomics.c    atomics: probing, posting, and those the target
  *                        applies for providers without fi_atomic
@@ -183,61 +184,90 @@ typedef struct mca_btl_ofi_reg_t {
 OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
 
 /**
- * A peer as seen by one module.  Created by add_procs under the module's
- * lock; its address and reachability do not change afterwards, so posting
- * paths read them without a lock.
+ * Where the provider reaches a peer, and what we learn of the connection
+ * it makes to it.  The address is set by add_procs before the endpoint is
+ * published and never changes, so posting paths read it without a lock.
  */
-struct mca_btl_base_endpoint_t {
-    opal_list_item_t super;              /**< on module->endpoints */
-    opal_proc_t *proc;                   /**< peer process */
-    fi_addr_t addr;                      /**< AV address of the peer's endpoint (RX context 0) */
-    struct mca_btl_ofi_module_t *module; /**< owning module */
-    opal_atomic_int64_t outstanding;     /**< RMA operations in flight to this peer (atomic) */
-    bool reachable;                      /**< false when no address could be made */
-    mca_btl_ofi_wake_to_t wake;          /**< where its progress thread takes wake-ups */
+typedef struct mca_btl_ofi_peer_addr_t {
+    fi_addr_t fi; /**< AV address of the peer's endpoint (RX context 0) */
+    /** false when no address could be made, and once a message to the
+     * peer was lost (btl_ofi_frag.c): nothing more goes to it */
+    bool reachable;
     /** a send to it has completed: its connection exists, and injected
      * sends (reported done at once) no longer wait in the provider for one;
      * set by the first completion, never cleared */
     volatile bool send_confirmed;
     /** sockets: the TCP socket our provider connected to this peer still
      * needs its receive buffer widened (mca_btl_ofi_sockets_widen); set at
-     * creation, cleared once by a posting path (two that race only look
-     * twice) */
+     * creation, cleared by the first post to the peer that succeeds (two
+     * that race only look twice) */
     bool widen_socket;
     struct sockaddr_storage sock_name; /**< sockets: the peer endpoint's address */
     size_t sock_name_len;              /**< sockets: its length */
-    /** the same peer on each rail of a lead module ([0]: this endpoint;
-     * the others retained); fixed once add_procs made it */
-    struct mca_btl_base_endpoint_t *rail_ep[MCA_BTL_OFI_MAX_RAILS];
+} mca_btl_ofi_peer_addr_t;
+
+/**
+ * A lead with rails: the watch on rail 0 for one peer.  Rail 0 carries the
+ * atomics, which cannot move to another NIC, so a rail 0 that goes silent
+ * is probed and then given up (btl_ofi_rdma.c).
+ */
+typedef struct mca_btl_ofi_rail0_watch_t {
+    /** operations in flight to the peer on rail 0: atomics, and rail 0's
+     * share of puts and gets */
+    opal_atomic_int64_t out;
+    int64_t seen_ns;         /**< when one was last posted, completed or probed for */
+    uint64_t probe_raddr;    /**< where the last one went: the probe reads there */
+    uint64_t probe_rkey;     /**< its key */
+    size_t probe_size;       /**< what the probe reads: at most the last one's size */
+    volatile bool probe_out; /**< a probe is in flight */
+    bool lost;               /**< rail 0 given up for the atomics (reported once) */
+} mca_btl_ofi_rail0_watch_t;
+
+/** The same peer on each rail of a lead module (docs/rails.md). */
+typedef struct mca_btl_ofi_peer_rails_t {
+    /** its endpoint in each rail's module ([0]: this endpoint; the others
+     * retained); fixed once add_procs made it */
+    struct mca_btl_base_endpoint_t *ep[MCA_BTL_OFI_MAX_RAILS];
     /** bit r set while rail r reaches the peer (atomic: a failed rail is
      * cleared by whichever thread completes its operation) */
-    opal_atomic_int32_t rails_up;
-    uint32_t next_rail; /**< round-robin cursor of small operations; races are harmless */
+    opal_atomic_int32_t up;
+    uint32_t next; /**< round-robin cursor of small operations; races are harmless */
     /** when rail r began refusing every post to the peer, 0 while it takes
      * them (btl_ofi_rdma.c; races only shift the time) */
     int64_t refused_since[MCA_BTL_OFI_MAX_RAILS];
-    /** a lead with rails: its operations in flight to the peer on rail 0
-     * (atomics, and rail 0's share of puts and gets), when one was last
-     * posted, completed or probed for, where the last one went (the probe
-     * reads at most its size there) and whether a probe is in flight
-     * (btl_ofi_rdma.c: a rail 0 that goes silent) */
-    opal_atomic_int64_t rail0_out;
-    int64_t rail0_seen_ns;
-    uint64_t probe_raddr;
-    uint64_t probe_rkey;
-    size_t probe_size;
-    volatile bool probe_out;
-    bool rail0_lost; /**< rail 0 given up for the atomics (reported once) */
+    mca_btl_ofi_rail0_watch_t rail0; /**< whether rail 0 still answers */
+} mca_btl_ofi_peer_rails_t;
+
+/** A peer on our own host: its puts and gets copied, its atomics on shm. */
+typedef struct mca_btl_ofi_peer_same_host_t {
+    /** the runtime places the peer on our node and it shares our kernel
+     * and PID namespace (what it published says so) */
+    bool shared;
     /** the peer's pid where its puts and gets are copied (btl_ofi_copy.c),
      * 0 where they go through the provider; cleared for good by a copy
      * the kernel refused */
     volatile uint32_t copy_pid;
-    /** the runtime places the peer on our node and it shares our kernel
-     * and PID namespace (what it published says so) */
-    bool same_host;
     /** the same peer on the lead's same-host module, which carries its
      * atomics (retained); NULL where they go through this module */
-    struct mca_btl_base_endpoint_t *same_host_ep;
+    struct mca_btl_base_endpoint_t *ep;
+} mca_btl_ofi_peer_same_host_t;
+
+/**
+ * A peer as seen by one module.  Created by add_procs under the module's
+ * lock, one concern to a member: the provider's address, the peer's
+ * progress thread, the same peer on other rails, the same-host path.
+ */
+struct mca_btl_base_endpoint_t {
+    opal_list_item_t super;              /**< on module->endpoints */
+    opal_proc_t *proc;                   /**< peer process */
+    struct mca_btl_ofi_module_t *module; /**< owning module */
+    /** RMA operations in flight to this peer (atomic): flush waits for
+     * them, and the peer's progress thread is woken while there are some */
+    opal_atomic_int64_t outstanding;
+    mca_btl_ofi_peer_addr_t addr;           /**< where the provider reaches it */
+    mca_btl_ofi_wake_to_t wake;             /**< where its progress thread takes wake-ups */
+    mca_btl_ofi_peer_rails_t rails;         /**< the same peer on the lead's rails */
+    mca_btl_ofi_peer_same_host_t same_host; /**< copies and shm atomics to a peer on our host */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -683,15 +713,6 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
 /** The endpoint of a peer of our job by rank, or NULL. */
 mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_of_sender(mca_btl_ofi_module_t *module,
                                                        const mca_btl_ofi_am_hdr_t *hdr);
-void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint);
-
-/** After a post to @p endpoint succeeded: the provider has connected to it. */
-static inline void mca_btl_ofi_sockets_posted(mca_btl_ofi_endpoint_t *endpoint)
-{
-    if (OPAL_UNLIKELY(endpoint->widen_socket)) {
-        mca_btl_ofi_sockets_widen(endpoint);
-    }
-}
 /** Wake the progress thread of every peer this module's operations wait
  * on; returns how many were woken. */
 int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module);
@@ -725,6 +746,20 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
  * nothing of its own and its same-host module does.
  */
 bool mca_btl_ofi_network_pass_skipped(mca_btl_ofi_module_t *module);
+/**
+ * sockets: give the TCP sockets our provider connected to @p endpoint's
+ * peer the receive buffer its listener gives the sockets it accepts; once
+ * per peer, best effort.
+ */
+void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint);
+
+/** After a post to @p endpoint succeeded: the provider has connected to it. */
+static inline void mca_btl_ofi_sockets_posted(mca_btl_ofi_endpoint_t *endpoint)
+{
+    if (OPAL_UNLIKELY(endpoint->addr.widen_socket)) {
+        mca_btl_ofi_sockets_widen(endpoint);
+    }
+}
 
 /** The calling thread's index, assigned at its first use of a context. */
 extern opal_thread_local int mca_btl_ofi_thread_index;
@@ -919,7 +954,7 @@ static inline int64_t mca_btl_ofi_now_ns(void)
 
 static inline int mca_btl_ofi_check_endpoint(const mca_btl_ofi_endpoint_t *endpoint)
 {
-    return (NULL != endpoint && endpoint->reachable) ? OPAL_SUCCESS : OPAL_ERR_UNREACH;
+    return (NULL != endpoint && endpoint->addr.reachable) ? OPAL_SUCCESS : OPAL_ERR_UNREACH;
 }
 
 /** Bytes of one element of a datatype our atomics take. */

@@ -539,11 +539,11 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return OPAL_ERR_BAD_PARAM;
     }
-    if (NULL != endpoint->same_host_ep && NULL != module->same_host) {
+    if (NULL != endpoint->same_host.ep && NULL != module->same_host) {
         return start_same_host_atomic(module, endpoint, post, args, operands, local_address,
                                       remote_handle, remote_address, cbfunc, cbcontext, cbdata);
     }
-    if (OPAL_UNLIKELY(module->num_rails > 1 && 0 == (endpoint->rails_up & 1))) {
+    if (OPAL_UNLIKELY(module->num_rails > 1 && 0 == (endpoint->rails.up & 1))) {
         return mca_btl_ofi_atomic_rail_check(module, endpoint, OPAL_ERR_UNREACH);
     }
     comp = mca_btl_ofi_comp_get(module, endpoint, local_address, local_handle, cbfunc, cbcontext,

@@ -147,8 +147,8 @@ static void choose_eager_limits(const char *provider)
 }
 
 /* sockets reads FI_SOCKETS_MAX_BUF_SZ when its fabric opens, after this;
- * note_sockets_address in btl_ofi_endpoint.c says why its sockets need
- * wide receive buffers.  The user's value stands, 0 included. */
+ * mca_btl_ofi_sockets_widen in btl_ofi_context.c says why its sockets
+ * need wide receive buffers.  The user's value stands, 0 included. */
 static void choose_sockets_buffers(const char *provider)
 {
     const char *user = getenv("FI_SOCKETS_MAX_BUF_SZ");

@@ -21,7 +21,9 @@
  *
  * Parked completions are handed out first, so their order is kept.  What
  * a completion means is its owner's business: nothing here names rdma,
- * atomics or fragments.
+ * atomics or fragments.  The posting paths report the first post to a
+ * peer where the sockets provider's connection to it still needs a wider
+ * receive buffer (mca_btl_ofi_sockets_widen, below).
  *
  * The progress thread's look (btl_ofi_progress.c owns the thread, and
  * calls mca_btl_ofi_contexts_look below).  Every application entry into a
@@ -47,6 +49,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -332,6 +335,47 @@ void mca_btl_ofi_contexts_close(mca_btl_ofi_module_t *module)
         fi_close(&module->ep->fid);
         module->ep = NULL;
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* sockets: the receive buffers of the connections it makes           */
+
+/*
+ * sockets (libfabric 1.17) peeks at each message's 24-byte header and
+ * takes none of it until all 24 bytes have arrived.  When a burst ends
+ * inside a header, the bytes before it sit at the end of one kernel buffer
+ * that TCP charged with all it coalesced there (~120 KiB seen); in a
+ * receive buffer still at the kernel's initial 128 KiB that leaves less
+ * room than a loopback segment, so the receiver advertises a zero window
+ * until it reads, and it never reads: the job hangs with a few bytes (8,
+ * 14, 22 seen) unread on one side and the rest of the burst unsent on the
+ * other.  FI_SOCKETS_MAX_BUF_SZ (the component sets it when the user did
+ * not) sizes the provider's listening socket, hence the sockets it
+ * accepts, but not those it connects.  Those we size here: the sockets
+ * whose peer is the address add_procs noted (note_sockets_address).
+ *
+ * When: right after the first post to the peer succeeded
+ * (mca_btl_ofi_sockets_posted, one predictable branch per post).  The
+ * provider connects within that post, so the socket exists, and nothing
+ * the peer sends back can have filled the initial buffer yet; widened at
+ * the first completion instead, a burst of reads posted before it would
+ * bring its answers into the initial buffer, where the stall begins.  The
+ * connections belong to the libfabric endpoint this file opens, and rdma
+ * and frag may call here, not into btl_ofi_endpoint.c.
+ *
+ * Once per peer, best effort: no socket found means the provider talks to
+ * the peer over the socket it accepted, which the listener sized.
+ */
+void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint)
+{
+    int size = mca_btl_ofi_component.sockets_buf_sz;
+    int widened;
+
+    endpoint->addr.widen_socket = false;
+    widened = mca_btl_ofi_widen_sockets_to((struct sockaddr *) &endpoint->addr.sock_name,
+                                           endpoint->addr.sock_name_len, size);
+    MCA_BTL_OFI_VERBOSE(20, "sockets: %d socket(s) connected to %s take %d-byte receive buffers",
+                        widened, OPAL_NAME_PRINT(endpoint->proc->proc_name), size);
 }
 
 /* ------------------------------------------------------------------ */

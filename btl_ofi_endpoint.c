@@ -23,42 +23,47 @@
 static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
 {
     ep->proc = NULL;
-    ep->addr = FI_ADDR_UNSPEC;
     ep->module = NULL;
     ep->outstanding = 0;
-    ep->reachable = false;
+
+    ep->addr.fi = FI_ADDR_UNSPEC;
+    ep->addr.reachable = false;
+    ep->addr.send_confirmed = false;
+    ep->addr.widen_socket = false;
+    ep->addr.sock_name_len = 0;
+
     ep->wake.reachable = false;
-    ep->widen_socket = false;
-    ep->send_confirmed = false;
-    ep->rail_ep[0] = ep;
+
+    ep->rails.ep[0] = ep;
     for (int r = 1; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
-        ep->rail_ep[r] = NULL;
+        ep->rails.ep[r] = NULL;
     }
-    memset(ep->refused_since, 0, sizeof(ep->refused_since));
-    ep->rail0_out = 0;
-    ep->rail0_seen_ns = 0;
-    ep->probe_raddr = ep->probe_rkey = 0;
-    ep->probe_size = 0;
-    ep->probe_out = false;
-    ep->rail0_lost = false;
-    ep->rails_up = 1;
-    ep->next_rail = 0;
-    ep->copy_pid = 0;
-    ep->same_host = false;
-    ep->same_host_ep = NULL;
+    ep->rails.up = 1;
+    ep->rails.next = 0;
+    memset(ep->rails.refused_since, 0, sizeof(ep->rails.refused_since));
+    ep->rails.rail0.out = 0;
+    ep->rails.rail0.seen_ns = 0;
+    ep->rails.rail0.probe_raddr = ep->rails.rail0.probe_rkey = 0;
+    ep->rails.rail0.probe_size = 0;
+    ep->rails.rail0.probe_out = false;
+    ep->rails.rail0.lost = false;
+
+    ep->same_host.shared = false;
+    ep->same_host.copy_pid = 0;
+    ep->same_host.ep = NULL;
 }
 
 static void endpoint_destruct(mca_btl_ofi_endpoint_t *ep)
 {
     for (int r = 1; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
-        if (NULL != ep->rail_ep[r]) {
-            OBJ_RELEASE(ep->rail_ep[r]);
-            ep->rail_ep[r] = NULL;
+        if (NULL != ep->rails.ep[r]) {
+            OBJ_RELEASE(ep->rails.ep[r]);
+            ep->rails.ep[r] = NULL;
         }
     }
-    if (NULL != ep->same_host_ep) {
-        OBJ_RELEASE(ep->same_host_ep);
-        ep->same_host_ep = NULL;
+    if (NULL != ep->same_host.ep) {
+        OBJ_RELEASE(ep->same_host.ep);
+        ep->same_host.ep = NULL;
     }
 }
 OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, endpoint_construct, endpoint_destruct);
@@ -231,57 +236,33 @@ static void read_copy_peer(mca_btl_ofi_endpoint_t *endpoint, const void *blob)
 {
     const mca_btl_ofi_modex_hdr_t *hdr = blob;
 
-    endpoint->same_host = OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags)
-                          && mca_btl_ofi_host_id_shared(mca_btl_ofi_host_id_self(), &hdr->host);
-    endpoint->copy_pid = 0;
-    if (endpoint->module->local_copy && endpoint->same_host) {
-        endpoint->copy_pid = hdr->host.pid;
+    endpoint->same_host.shared =
+        OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags)
+        && mca_btl_ofi_host_id_shared(mca_btl_ofi_host_id_self(), &hdr->host);
+    endpoint->same_host.copy_pid = 0;
+    if (endpoint->module->local_copy && endpoint->same_host.shared) {
+        endpoint->same_host.copy_pid = hdr->host.pid;
         MCA_BTL_OFI_VERBOSE(20, "%s: puts and gets copied to pid %u",
-                            OPAL_NAME_PRINT(endpoint->proc->proc_name), endpoint->copy_pid);
+                            OPAL_NAME_PRINT(endpoint->proc->proc_name),
+                            endpoint->same_host.copy_pid);
     }
 }
 
-/*
- * sockets (libfabric 1.17) peeks at each message's 24-byte header and
- * takes none of it until all 24 bytes have arrived.  When a burst ends
- * inside a header, the bytes before it sit at the end of one kernel buffer
- * that TCP charged with all it coalesced there (~120 KiB seen); in a
- * receive buffer still at the kernel's initial 128 KiB that leaves less
- * room than a loopback segment, so the receiver advertises a zero window
- * until it reads, and it never reads: the job hangs with a few bytes (8,
- * 14, 22 seen) unread on one side and the rest of the burst unsent on the
- * other.  FI_SOCKETS_MAX_BUF_SZ (the component sets it when the user did
- * not) sizes the provider's listening socket, hence the sockets it
- * accepts, but not those it connects.  Those we size ourselves once the
- * provider has connected (the first time a post to the peer succeeds):
- * the sockets whose peer is the peer endpoint's address.
- */
+/* sockets: where the provider connects to reach the peer, so that
+ * mca_btl_ofi_sockets_widen (btl_ofi_context.c, which says why) finds the
+ * socket once an operation to the peer has completed. */
 static void note_sockets_address(mca_btl_ofi_endpoint_t *endpoint, const void *name, size_t len)
 {
     const struct sockaddr *sa = name;
 
     /* sockets_buf_sz is positive on sockets only (mca_btl_ofi_sockets_buf_size) */
-    if (mca_btl_ofi_component.sockets_buf_sz <= 0 || len > sizeof(endpoint->sock_name)
+    if (mca_btl_ofi_component.sockets_buf_sz <= 0 || len > sizeof(endpoint->addr.sock_name)
         || len < sizeof(sa->sa_family) || (AF_INET != sa->sa_family && AF_INET6 != sa->sa_family)) {
         return;
     }
-    memcpy(&endpoint->sock_name, name, len);
-    endpoint->sock_name_len = len;
-    endpoint->widen_socket = true;
-}
-
-/* Once per peer, best effort: no socket found means the provider talks to
- * the peer over the socket it accepted, which the listener sized. */
-void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint)
-{
-    int size = mca_btl_ofi_component.sockets_buf_sz;
-    int widened;
-
-    endpoint->widen_socket = false;
-    widened = mca_btl_ofi_widen_sockets_to((struct sockaddr *) &endpoint->sock_name,
-                                           endpoint->sock_name_len, size);
-    MCA_BTL_OFI_VERBOSE(20, "sockets: %d socket(s) connected to %s take %d-byte receive buffers",
-                        widened, OPAL_NAME_PRINT(endpoint->proc->proc_name), size);
+    memcpy(&endpoint->addr.sock_name, name, len);
+    endpoint->addr.sock_name_len = len;
+    endpoint->addr.widen_socket = true;
 }
 
 static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opal_proc_t *proc)
@@ -321,9 +302,9 @@ static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opa
         goto out;
     }
     endpoint->proc = proc;
-    endpoint->addr = addr;
+    endpoint->addr.fi = addr;
     endpoint->module = module;
-    endpoint->reachable = true;
+    endpoint->addr.reachable = true;
     read_wake_address(endpoint, blob);
     read_copy_peer(endpoint, blob);
     note_sockets_address(endpoint, name, len);
@@ -371,9 +352,9 @@ static void attach_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *e
             OBJ_RETAIN(peer);
         }
         mca_btl_ofi_unlock(&rail->lock);
-        endpoint->rail_ep[r] = peer;
-        if (NULL != peer && peer->reachable) {
-            endpoint->rails_up |= 1 << r;
+        endpoint->rails.ep[r] = peer;
+        if (NULL != peer && peer->addr.reachable) {
+            endpoint->rails.up |= 1 << r;
         }
     }
 }
@@ -386,18 +367,18 @@ static void attach_same_host(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_
     mca_btl_ofi_endpoint_t *peer;
     bool created;
 
-    if (!endpoint->same_host) {
+    if (!endpoint->same_host.shared) {
         return;
     }
     mca_btl_ofi_lock(&shm->lock);
     peer = endpoint_of(shm, endpoint->proc, &created);
-    if (NULL != peer && peer->reachable) {
+    if (NULL != peer && peer->addr.reachable) {
         OBJ_RETAIN(peer);
-        endpoint->same_host_ep = peer;
+        endpoint->same_host.ep = peer;
     }
     mca_btl_ofi_unlock(&shm->lock);
     MCA_BTL_OFI_VERBOSE(20, "%s: atomics %s", OPAL_NAME_PRINT(endpoint->proc->proc_name),
-                        NULL != endpoint->same_host_ep ? "through shm" : "through the network");
+                        NULL != endpoint->same_host.ep ? "through shm" : "through the network");
 }
 
 int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,

@@ -316,10 +316,10 @@ static void report_lost_message(mca_btl_ofi_frag_t *frag, int status)
     mca_btl_ofi_module_t *module = frag->module;
     mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
 
-    if (NULL == endpoint || !endpoint->reachable) {
+    if (NULL == endpoint || !endpoint->addr.reachable) {
         return;
     }
-    endpoint->reachable = false;
+    endpoint->addr.reachable = false;
     opal_show_help("help-mpi-btl-ofi.txt", "message lost", true, opal_process_info.nodename,
                    OPAL_NAME_PRINT(endpoint->proc->proc_name), opal_strerror(status));
     if (NULL != module->error_cb) {
@@ -389,7 +389,7 @@ static bool send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     }
     (void) mca_btl_ofi_add64(&frag->tx_context->sends_in_flight, -1);
     if (OPAL_SUCCESS == status && NULL != frag->endpoint) {
-        frag->endpoint->send_confirmed = true;
+        frag->endpoint->addr.send_confirmed = true;
     }
     send_done(frag, status);
     return true;
@@ -501,15 +501,29 @@ static mca_btl_base_descriptor_t *mca_btl_ofi_prepare_src(mca_btl_base_module_t 
     return &frag->base;
 }
 
+/*
+ * A send completes once its buffer is free again (FI_TRANSMIT_COMPLETE),
+ * whatever the endpoint's default, which is delivery-complete for the
+ * writes' sake: a delivery-complete send on tcp;ofi_rxm waits for the
+ * receiver's provider to acknowledge it, and a receiver that took the
+ * message and went on to block outside MPI (the children of a spawn, from
+ * their connect's broadcast into PMIx_Connect) never does, so the sender
+ * waited for good.  ob1 needs only the buffer back.
+ */
 static ssize_t post_send(mca_btl_ofi_frag_t *frag, mca_btl_ofi_context_t *context, bool inject)
 {
     size_t len = sizeof(mca_btl_ofi_am_hdr_t) + frag->segment.seg_len;
+    struct iovec iov = { .iov_base = frag->hdr, .iov_len = len };
+    struct fi_msg msg = { .msg_iov = &iov,
+                          .desc = &frag->desc,
+                          .iov_count = 1,
+                          .addr = frag->endpoint->addr.fi,
+                          .context = &frag->ctx.fi_ctx };
 
     if (inject) {
-        return fi_inject(context->tx, frag->hdr, len, frag->endpoint->addr);
+        return fi_inject(context->tx, frag->hdr, len, frag->endpoint->addr.fi);
     }
-    return fi_send(context->tx, frag->hdr, len, frag->desc, frag->endpoint->addr,
-                   &frag->ctx.fi_ctx);
+    return fi_sendmsg(context->tx, &msg, FI_COMPLETION | FI_TRANSMIT_COMPLETE);
 }
 
 static void count_sent(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag)
@@ -561,13 +575,13 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     bool inject = may_inject && module->send_inject && len <= module->inject_size;
     ssize_t rc = -FI_EAGAIN;
 
-    if (OPAL_UNLIKELY(NULL == frag->endpoint || !frag->endpoint->reachable)) {
+    if (OPAL_UNLIKELY(NULL == frag->endpoint || !frag->endpoint->addr.reachable)) {
         return OPAL_ERR_UNREACH;
     }
     /* until one send to the peer has completed, its connection may not
      * exist, and an injected send would hide, as done, a message that
      * waits for it: the progress thread watches only sends in flight */
-    inject = inject && frag->endpoint->send_confirmed;
+    inject = inject && frag->endpoint->addr.send_confirmed;
     frag->hdr->src_jobid = OPAL_PROC_MY_NAME.jobid;
     frag->hdr->src_vpid = OPAL_PROC_MY_NAME.vpid;
     frag->hdr->tag = tag;

@@ -166,7 +166,7 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
     comp->module = module;
     comp->context = context;
     comp->endpoint = endpoint;
-    comp->addr = endpoint->addr;
+    comp->addr = endpoint->addr.fi;
     comp->rail_endpoint = NULL;
     comp->rail = 0;
     comp->stripe = NULL;
@@ -210,8 +210,8 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get_same_host(mca_btl_ofi_module_t *module,
                                            local_address, NULL, cbfunc, cbcontext, cbdata);
 
     if (OPAL_LIKELY(NULL != comp)) {
-        comp->addr = endpoint->same_host_ep->addr;
-        comp->rail_endpoint = endpoint->same_host_ep;
+        comp->addr = endpoint->same_host.ep->addr.fi;
+        comp->rail_endpoint = endpoint->same_host.ep;
         comp->rail = BTL_OFI_SAME_HOST_RAIL;
     }
     return comp;
@@ -225,7 +225,6 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get_same_host(mca_btl_ofi_module_t *module,
 int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg)
 {
     mca_btl_ofi_context_t *context = comp->context;
-    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
     ssize_t rc;
 
     /* counted first: the completion may be reaped by another thread before
@@ -240,7 +239,10 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
         rc = post(comp, arg);
         mca_btl_ofi_app_add64(&context->app_posting, -1);
         if (OPAL_LIKELY(0 == rc)) {
-            mca_btl_ofi_sockets_posted(endpoint);
+            /* the peer as the module it was posted on knows it: that
+             * module's provider made the connection */
+            mca_btl_ofi_sockets_posted(NULL != comp->rail_endpoint ? comp->rail_endpoint
+                                                                   : comp->endpoint);
             return OPAL_SUCCESS;
         }
         if (-FI_EAGAIN != rc || attempt >= BTL_OFI_POST_RETRIES) {
@@ -333,10 +335,10 @@ static void count_rma(mca_btl_ofi_module_t *module, bool is_put, size_t size)
 /* The next rail in service for the peer, round-robin; -1 when none is. */
 static int next_rail_up(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
-    uint32_t up = (uint32_t) endpoint->rails_up;
+    uint32_t up = (uint32_t) endpoint->rails.up;
 
     for (int i = 0; i < module->num_rails; ++i) {
-        int r = (int) (endpoint->next_rail++ % (uint32_t) module->num_rails);
+        int r = (int) (endpoint->rails.next++ % (uint32_t) module->num_rails);
 
         if (up & (1u << r)) {
             return r;
@@ -348,7 +350,7 @@ static int next_rail_up(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
 static int rails_up_count(const mca_btl_ofi_module_t *module,
                           const mca_btl_ofi_endpoint_t *endpoint, int *which)
 {
-    uint32_t up = (uint32_t) endpoint->rails_up;
+    uint32_t up = (uint32_t) endpoint->rails.up;
     int n = 0;
 
     for (int r = 0; r < module->num_rails; ++r) {
@@ -430,8 +432,8 @@ static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     if (r > 0) {
-        comp->rail_endpoint = endpoint->rail_ep[r];
-        comp->addr = comp->rail_endpoint->addr;
+        comp->rail_endpoint = endpoint->rails.ep[r];
+        comp->addr = comp->rail_endpoint->addr.fi;
     }
     comp_keep_piece(comp, r, p);
     args.desc = local_desc_on(p->local_handle, r);
@@ -488,10 +490,10 @@ static void rail_down(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
     int32_t bit = (int32_t) (1u << r), before;
 
     if (mca_btl_ofi_app_threaded()) {
-        before = opal_atomic_fetch_and_32(&endpoint->rails_up, ~bit);
+        before = opal_atomic_fetch_and_32(&endpoint->rails.up, ~bit);
     } else {
-        before = endpoint->rails_up;
-        endpoint->rails_up &= ~bit;
+        before = endpoint->rails.up;
+        endpoint->rails.up &= ~bit;
     }
     if (0 == (before & bit)) {
         return;
@@ -530,9 +532,9 @@ static void lose_atomic_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_
 {
     const char *peer = NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?";
 
-    endpoint->rail0_lost = true; /* the stall watch has nothing left to find */
+    endpoint->rails.rail0.lost = true; /* the stall watch has nothing left to find */
     rail_down(module, endpoint, r, status);
-    if (0 == endpoint->rails_up) {
+    if (0 == endpoint->rails.up) {
         return; /* rail_down reported the peer lost */
     }
     opal_show_help("help-mpi-btl-ofi.txt", "atomic rail lost", true, opal_process_info.nodename,
@@ -584,11 +586,11 @@ static bool rail_refuses_for_good(mca_btl_ofi_endpoint_t *endpoint, int r)
 {
     int64_t now = mca_btl_ofi_now_ns();
 
-    if (0 == endpoint->refused_since[r]) {
-        endpoint->refused_since[r] = now;
+    if (0 == endpoint->rails.refused_since[r]) {
+        endpoint->rails.refused_since[r] = now;
         return false;
     }
-    return now - endpoint->refused_since[r] >= BTL_OFI_RAIL_REFUSAL_NS;
+    return now - endpoint->rails.refused_since[r] >= BTL_OFI_RAIL_REFUSAL_NS;
 }
 
 /*
@@ -613,13 +615,13 @@ static int post_piece_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoin
         int rc = post_piece(module, endpoint, r, p);
 
         if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-            endpoint->refused_since[r] = 0;
+            endpoint->rails.refused_since[r] = 0;
             *moved = (r != first);
             return rc;
         }
         if (OPAL_ERR_OUT_OF_RESOURCE != rc) {
             rail_down(module, endpoint, r, rc);
-        } else if (0 != (endpoint->rails_up & ~(1 << r)) && rail_refuses_for_good(endpoint, r)) {
+        } else if (0 != (endpoint->rails.up & ~(1 << r)) && rail_refuses_for_good(endpoint, r)) {
             rail_down(module, endpoint, r, OPAL_ERR_UNREACH);
         } else if (!must_post && ++refusals >= module->num_rails) {
             return rc;
@@ -669,10 +671,10 @@ static bool take_over(mca_btl_ofi_comp_t *comp, int status)
 int mca_btl_ofi_atomic_rail_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                                   int rc)
 {
-    bool rail0_up = 0 != (endpoint->rails_up & 1), others_up = 0 != (endpoint->rails_up & ~1);
+    bool rail0_up = 0 != (endpoint->rails.up & 1), others_up = 0 != (endpoint->rails.up & ~1);
 
     if (OPAL_SUCCESS == rc) {
-        endpoint->refused_since[0] = 0;
+        endpoint->rails.refused_since[0] = 0;
         return rc;
     }
     if (rail0_up
@@ -708,19 +710,19 @@ void mca_btl_ofi_rail0_watch(mca_btl_ofi_comp_t *comp, uint64_t raddr, uint64_t 
     mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
 
     comp->watched = true;
-    endpoint->probe_raddr = raddr;
-    endpoint->probe_rkey = rkey;
-    endpoint->probe_size = size < sizeof(uint64_t) ? size : sizeof(uint64_t);
-    if (0 == endpoint->rail0_out) {
-        endpoint->rail0_seen_ns = mca_btl_ofi_now_ns();
+    endpoint->rails.rail0.probe_raddr = raddr;
+    endpoint->rails.rail0.probe_rkey = rkey;
+    endpoint->rails.rail0.probe_size = size < sizeof(uint64_t) ? size : sizeof(uint64_t);
+    if (0 == endpoint->rails.rail0.out) {
+        endpoint->rails.rail0.seen_ns = mca_btl_ofi_now_ns();
     }
-    mca_btl_ofi_app_add64(&endpoint->rail0_out, 1);
+    mca_btl_ofi_app_add64(&endpoint->rails.rail0.out, 1);
 }
 
 void mca_btl_ofi_rail0_unwatch(mca_btl_ofi_endpoint_t *endpoint)
 {
-    mca_btl_ofi_app_add64(&endpoint->rail0_out, -1);
-    endpoint->rail0_seen_ns = mca_btl_ofi_now_ns();
+    mca_btl_ofi_app_add64(&endpoint->rails.rail0.out, -1);
+    endpoint->rails.rail0.seen_ns = mca_btl_ofi_now_ns();
 }
 
 static void probe_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -733,14 +735,14 @@ static void probe_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
     (void) cbcontext;
     (void) cbdata;
     (void) status; /* a failure was reported by atomic_lost already */
-    endpoint->probe_out = false;
-    endpoint->rail0_seen_ns = mca_btl_ofi_now_ns();
+    endpoint->rails.rail0.probe_out = false;
+    endpoint->rails.rail0.seen_ns = mca_btl_ofi_now_ns();
 }
 
 static void post_probe(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
     mca_btl_ofi_comp_t *comp;
-    rma_args_t args = { .size = endpoint->probe_size };
+    rma_args_t args = { .size = endpoint->rails.rail0.probe_size };
     int rc;
 
     comp = comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, NULL, NULL, probe_done,
@@ -750,13 +752,13 @@ static void post_probe(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *end
     }
     args.local = &comp->operands[2];
     args.desc = comp->operand_desc;
-    args.raddr = endpoint->probe_raddr;
-    args.rkey = endpoint->probe_rkey;
-    endpoint->probe_out = true;
-    endpoint->rail0_seen_ns = mca_btl_ofi_now_ns();
+    args.raddr = endpoint->rails.rail0.probe_raddr;
+    args.rkey = endpoint->rails.rail0.probe_rkey;
+    endpoint->rails.rail0.probe_out = true;
+    endpoint->rails.rail0.seen_ns = mca_btl_ofi_now_ns();
     rc = mca_btl_ofi_post(comp, post_read, &args);
     if (OPAL_SUCCESS != rc) {
-        endpoint->probe_out = false;
+        endpoint->rails.rail0.probe_out = false;
         (void) mca_btl_ofi_atomic_rail_check(module, endpoint, rc);
     } else {
         MCA_BTL_OFI_VERBOSE(10,
@@ -780,13 +782,15 @@ static void post_probe(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *end
 
 static bool probe_unanswered(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
 {
-    return endpoint->probe_out && now - endpoint->rail0_seen_ns >= BTL_OFI_PROBE_WAIT_NS
+    return endpoint->rails.rail0.probe_out
+           && now - endpoint->rails.rail0.seen_ns >= BTL_OFI_PROBE_WAIT_NS
            && MCA_BTL_OFI_PROGRESS_THREAD_OFF != mca_btl_ofi_component.progress_thread;
 }
 
 static bool silent_too_long(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
 {
-    return endpoint->rail0_out > 0 && now - endpoint->rail0_seen_ns >= BTL_OFI_RAIL0_SILENCE_NS;
+    return endpoint->rails.rail0.out > 0
+           && now - endpoint->rails.rail0.seen_ns >= BTL_OFI_RAIL0_SILENCE_NS;
 }
 
 /* What the stall watch does for a peer: nothing, probe rail 0, or give
@@ -796,13 +800,13 @@ typedef enum { RAIL0_FINE, RAIL0_PROBE, RAIL0_LOST } rail0_verdict_t;
 
 static rail0_verdict_t rail0_verdict(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
 {
-    if (endpoint->rail0_lost || !silent_too_long(endpoint, now)) {
+    if (endpoint->rails.rail0.lost || !silent_too_long(endpoint, now)) {
         return RAIL0_FINE;
     }
-    if (0 == (endpoint->rails_up & 1)) {
+    if (0 == (endpoint->rails.up & 1)) {
         return RAIL0_LOST;
     }
-    if (!endpoint->probe_out) {
+    if (!endpoint->rails.rail0.probe_out) {
         return RAIL0_PROBE;
     }
     return probe_unanswered(endpoint, now) ? RAIL0_LOST : RAIL0_FINE;
@@ -937,7 +941,7 @@ static bool copied_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *end
                        uint64_t remote_address, mca_btl_base_rdma_completion_fn_t cbfunc,
                        void *cbcontext, void *cbdata)
 {
-    uint32_t pid = endpoint->copy_pid;
+    uint32_t pid = endpoint->same_host.copy_pid;
     int err;
 
     if (0 == pid) {
@@ -945,7 +949,7 @@ static bool copied_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *end
     }
     err = mca_btl_ofi_copy_with((pid_t) pid, is_put, args->local, remote_address, args->size);
     if (OPAL_UNLIKELY(0 != err)) {
-        endpoint->copy_pid = 0;
+        endpoint->same_host.copy_pid = 0;
         MCA_BTL_OFI_VERBOSE(1,
                             "%s of %zu bytes to %s could not be copied (%s): its puts and "
                             "gets go through the provider from now on",

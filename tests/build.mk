@@ -2,7 +2,8 @@
 #
 #   unit        tests/unit/test_*.c         -> $(BUILD)/unit/test_*   (cmocka, no MPI)
 #               tests/unit/opal/test_*.c    -> $(BUILD)/unit/test_*   (cmocka, libopen-pal)
-#   mpitests    tests/mpi/*.c               -> $(BUILD)/mpi/<name>
+#   mpitests    tests/mpi/*.c               -> $(BUILD)/mpi/<name>, and the
+#               MPI_T reader for Python     -> $(BUILD)/mpi/libbtl_ofi_pvars.so
 #   robustness  tests/robustness/*.c        -> $(BUILD)/robustness/<name>, and the
 #               fault shim fi_fault.c       -> $(BUILD)/robustness/libfi_fault.so
 #   hosts       tests/hosts/*.c             -> $(BUILD)/hosts/<name>
@@ -94,6 +95,13 @@ $(filter $(UNIT_PARAMS_TEST),$(UNIT_OPAL_TESTS)): $(BUILD)/unit/%: \
 
 $(eval $(call mpi_test_rule,mpi,$(TESTS_DIR)/mpi,,$(wildcard $(TESTS_DIR)/mpi/*.h)))
 MPI_TEST_PROGS += $(mpi_PROGS)
+
+# The same reader as a shared library, for tests/mpi/pool.py (ctypes).
+PVARS_LIB := $(BUILD)/mpi/libbtl_ofi_pvars.so
+$(PVARS_LIB): $(PVARS_DIR)/btl_ofi_pvars.c $(PVARS_HEADERS) $(tests_mk)
+	@mkdir -p $(@D)
+	$(MPICC) $(MPI_TEST_CFLAGS) -std=gnu11 $(MPI_TEST_CPPFLAGS) -shared -fPIC -o $@ $<
+MPI_TEST_PROGS += $(PVARS_LIB)
 
 # ---------------------------------------------------------------- robustness
 
