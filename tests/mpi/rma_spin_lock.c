@@ -8,10 +8,12 @@
  * compare-and-swap FREE -> owner id until it succeeds, then, under the
  * lock, MPI_Get of a counter on rank 0, a check that the lock word still
  * names it, MPI_Put of counter + 1, and a compare-and-swap back to FREE;
- * MPI_Win_flush after every call.  Rank 0's compare-and-swap on its own
- * window is done by osc/rdma in place, and its flush of itself has nothing
- * to wait for, so while it spins it never calls into the BTL's progress: the
- * holder's get and put on rank 0 must complete without it.
+ * MPI_Win_flush after every call.  On one node rank 0's compare-and-swap
+ * on its own window is done by osc/rdma in place, and its flush of itself
+ * has nothing to wait for, so while it spins it never calls into the BTL's
+ * progress: the holder's get and put on rank 0 must complete without it.
+ * Across nodes it goes through the BTL like the others' (our patch to
+ * osc/rdma: in place it was not atomic with their network swaps).
  *
  * Checks: the counter ends at ranks x threads x ITERATIONS (no update
  * lost), nobody finds another owner inside, every release finds itself.
