@@ -512,7 +512,7 @@ typedef struct mca_btl_ofi_module_t {
     uint32_t atomic_fetch_ok[MCA_BTL_OFI_ATOMIC_TABLE];
     /** per fi_op: bit (1 << datatype) set when the plain form works */
     uint32_t atomic_post_ok[MCA_BTL_OFI_ATOMIC_TABLE];
-    opal_list_t endpoints;            /**< every endpoint created; guarded by lock */
+    opal_list_t endpoints; /**< every endpoint created, until the module closes; guarded by lock */
     opal_hash_table_t peers;          /**< process name -> endpoint; guarded by lock */
     opal_hash_table_t regions;        /**< rkey -> live mca_btl_ofi_reg_t, kept only when
                                            atomics are emulated; guarded by lock */

@@ -435,11 +435,11 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
         if (NULL != peers && NULL != peers[i] && peers[i] != endpoint) {
             continue;
         }
+        /* no longer found by name; the endpoint itself stays on the list
+         * until the module closes: sends still in flight name it, and their
+         * completions, read after this (at MPI_Finalize, ob1's last control
+         * messages), write to it; so does its address stay in the AV */
         (void) opal_hash_table_remove_value_uint64(&module->peers, key);
-        opal_list_remove_item(&module->endpoints, &endpoint->super);
-        /* operations still in flight name this address; leave it in the AV
-         * until the module closes rather than racing them */
-        OBJ_RELEASE(endpoint);
     }
     mca_btl_ofi_unlock(&module->lock);
     return OPAL_SUCCESS;
