@@ -55,6 +55,9 @@
 /** BTL framework version of the component structure. */
 #    define MCA_BTL_OFI_BTL_VERSION MCA_BTL_BASE_VERSION_3_3_0
 
+/** The module's field behind btl_<name>_accelerator_max_send_size. */
+#    define MCA_BTL_OFI_ACCELERATOR_MAX_SEND_SIZE(btl) (&(btl)->btl_accelerator_max_send_size)
+
 /** Modex scope our endpoint names are published with. */
 #    define MCA_BTL_OFI_MODEX_GLOBAL PMIX_GLOBAL
 
@@ -111,7 +114,10 @@ static inline void mca_btl_ofi_compat_keep_loaded(const void *symbol)
 #    include "opal/mca/pmix/pmix.h"
 #    include "opal/threads/mutex.h"
 
-#    define MCA_BTL_OFI_BTL_VERSION MCA_BTL_BASE_VERSION_3_1_0
+#    define MCA_BTL_OFI_BTL_VERSION                    MCA_BTL_BASE_VERSION_3_1_0
+
+/** 4.1 has no such parameter: the row only documents 5.0's. */
+#    define MCA_BTL_OFI_ACCELERATOR_MAX_SEND_SIZE(btl) NULL
 
 #    define MCA_BTL_OFI_MODEX_GLOBAL            OPAL_PMIX_GLOBAL
 

@@ -146,7 +146,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "put_limit",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_6,
         .storage = &TEMPLATE->btl_put_limit,
         .def = 1 << 30,
         .min = 1,
@@ -158,7 +158,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "get_limit",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_6,
         .storage = &TEMPLATE->btl_get_limit,
         .def = 1 << 30,
         .min = 1,
@@ -376,7 +376,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "max_send_size",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_6,
         .storage = &TEMPLATE->btl_max_send_size,
         .def = 64 * 1024,
         .min = 1024,
@@ -387,7 +387,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "eager_limit",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_5,
         .storage = &TEMPLATE->btl_eager_limit,
         .def = 16 * 1024,
         .values = "1 .. btl_ofi_max_send_size",
@@ -399,7 +399,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "rndv_eager_limit",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_6,
         .storage = &TEMPLATE->btl_rndv_eager_limit,
         .def = 16 * 1024,
         .values = "1 .. btl_ofi_eager_limit",
@@ -412,7 +412,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "rdma_pipeline_send_length",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_9,
         .storage = &TEMPLATE->btl_rdma_pipeline_send_length,
         .def = 256 * 1024,
         .help = "ob1's pipeline: bytes of a large message sent as fragments before RDMA",
@@ -421,7 +421,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "rdma_pipeline_frag_size",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_9,
         .storage = &TEMPLATE->btl_rdma_pipeline_frag_size,
         .def = 4 * 1024 * 1024,
         .help = "ob1's pipeline: largest RDMA fragment, in bytes",
@@ -430,7 +430,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "min_rdma_pipeline_size",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_9,
         .storage = &TEMPLATE->btl_min_rdma_pipeline_size,
         .def = (16 + 256) * 1024,
         .help = "ob1's pipeline: smallest message that takes it, in bytes; at least "
@@ -440,7 +440,8 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "accelerator_max_send_size",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_SIZE_T,
-        .level = OPAL_INFO_LVL_4,
+        .level = OPAL_INFO_LVL_9,
+        .storage = MCA_BTL_OFI_ACCELERATOR_MAX_SEND_SIZE(TEMPLATE),
         .def = 0,
         .help = "Open MPI's GPU fragment size (smcuda only); unused here",
     },
@@ -448,7 +449,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "latency",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_UNSIGNED_INT,
-        .level = OPAL_INFO_LVL_5,
+        .level = OPAL_INFO_LVL_6,
         .storage = &TEMPLATE->btl_latency,
         .def = 1,
         .help = "Latency, in microseconds, by which ob1 ranks BTLs",
@@ -457,7 +458,7 @@ static const mca_btl_ofi_param_t params[] = {
         .name = "bandwidth",
         .registrar = MCA_BTL_OFI_PARAM_BTL_BASE,
         .type = MCA_BASE_VAR_TYPE_UNSIGNED_INT,
-        .level = OPAL_INFO_LVL_5,
+        .level = OPAL_INFO_LVL_6,
         .storage = &TEMPLATE->btl_bandwidth,
         .def = 10000,
         .help = "Bandwidth, in Mbit/s, by which ob1 shares a large message among BTLs",
@@ -596,11 +597,9 @@ int mca_btl_ofi_params_register(const mca_base_component_t *version)
         if (NULL == row->storage) {
             continue;
         }
-        if (MCA_BTL_OFI_PARAM_OURS != row->registrar) {
-            /* the framework registers it after us, from this value */
-            row_set_default(row);
-            continue;
-        }
+        /* a framework parameter is registered again by the framework after
+         * us, bound to the same storage: the variable system keeps the
+         * level and help it was first registered with, ours */
         rc = register_row(version, row);
         if (OPAL_SUCCESS != rc) {
             MCA_BTL_OFI_VERBOSE(1, "could not register btl_ofi_%s: %d", row->name, rc);

@@ -31,8 +31,9 @@ BEGIN_C_DECLS
 typedef enum {
     /** this table, with the row's type, level and help */
     MCA_BTL_OFI_PARAM_OURS = 0,
-    /** mca_btl_base_param_register (Open MPI's level and help): a row with
-     * storage sets the default before and checks the range after */
+    /** mca_btl_base_param_register: a row with storage is registered by
+     * this table first (its default, level and help stand) and checked
+     * after; one without documents Open MPI's level and help */
     MCA_BTL_OFI_PARAM_BTL_BASE,
     /** common/ofi (opal_common_ofi_mca_register): the row documents it */
     MCA_BTL_OFI_PARAM_COMMON_OFI,

@@ -15,6 +15,7 @@
 #
 # One line per case: PASS|FAIL|SKIP  <lane>  <case>  <details>; logs under
 # build/robustness/logs/.  Exit status 1 when any case failed.
+# BTL_OFI_ROBUSTNESS_KNOWN_BUGS=1 also runs what is skipped for a known gap.
 # shellcheck disable=SC2054 # commas inside MCA values, not array separators
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -430,9 +431,15 @@ dpm_death_case() {
 
 lane_peer_death() {
     stale_shm_case
-    # (only sockets reports the dead child's address: elsewhere the
-    # parents wait, docs/design.md "Dynamic processes")
-    dpm_death_case sockets
+    # The parents learn of a dead child only when the provider fails a send
+    # to it (docs/design.md "Dynamic processes"): on sockets, when no
+    # connection to it was open, 7 runs in 10; elsewhere never.
+    if [ "${BTL_OFI_ROBUSTNESS_KNOWN_BUGS:-0}" = 1 ]; then
+        dpm_death_case sockets
+    else
+        faults_report SKIP peer-death dpm-child/sockets \
+            "(the parents wait on a dead child when its connection was open, 3 runs in 10; BTL_OFI_ROBUSTNESS_KNOWN_BUGS=1 runs it)"
+    fi
     peer_death_case rma sockets
     peer_death_case p2p sockets
     peer_death_case rma "tcp;ofi_rxm"

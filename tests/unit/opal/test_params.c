@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The btl/ofi authors.  All rights reserved.
  *
  * The parameter table (btl_ofi_params.c) and what is driven by it: its
- * registration writes each row's default and registers ours with the row's
- * level, and the checks clamp or reset what is out of range with the
+ * registration registers each row with its default and level (which the
+ * framework's own registration keeps), and the checks clamp or reset what is out of range with the
  * "[bad parameter]" message, disqualify an unknown mode and map the names
  * of the string parameters.  Linked with btl_ofi_params.c, the pure
  * decisions it uses and libopen-pal (initialised for the MCA variable
@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/btl/base/base.h"
 #include "opal/runtime/opal.h"
 
 #include "btl_ofi.h"
@@ -92,21 +93,32 @@ static void test_defaults_pass(void **state)
     assert_int_equal(MCA_BTL_EXCLUSIVITY_HIGH - 50, m->btl_exclusivity);
 }
 
-/* registered with the row's level; the framework's are not ours to register */
-static void test_registered_with_level(void **state)
+static int level_of(const char *name)
 {
     const mca_base_var_t *var;
-    int index;
+    int index = mca_base_var_find("opal", "btl", "ofi", name);
 
-    (void) state;
-    index = mca_base_var_find("opal", "btl", "ofi", "progress_thread");
     assert_true(index >= 0);
     assert_int_equal(OPAL_SUCCESS, mca_base_var_get(index, &var));
-    assert_int_equal(OPAL_INFO_LVL_4, var->mbv_info_lvl);
-    index = mca_base_var_find("opal", "btl", "ofi", "progress_gap_us");
-    assert_int_equal(OPAL_SUCCESS, mca_base_var_get(index, &var));
-    assert_int_equal(OPAL_INFO_LVL_9, var->mbv_info_lvl);
-    assert_true(mca_base_var_find("opal", "btl", "ofi", "eager_limit") < 0);
+    return var->mbv_info_lvl;
+}
+
+/* registered with the row's level; a framework parameter keeps it when
+ * the framework registers it again after us, and keeps our default */
+static void test_registered_with_level(void **state)
+{
+    mca_btl_base_module_t *m = &mca_btl_ofi_module_template.super;
+
+    (void) state;
+    assert_int_equal(OPAL_INFO_LVL_4, level_of("progress_thread"));
+    assert_int_equal(OPAL_INFO_LVL_9, level_of("progress_gap_us"));
+    assert_int_equal(OPAL_SUCCESS,
+                     mca_btl_base_param_register(&mca_btl_ofi_component.super.btl_version, m));
+    assert_int_equal(OPAL_INFO_LVL_5, level_of("eager_limit"));
+    assert_int_equal(OPAL_INFO_LVL_6, level_of("max_send_size"));
+    assert_int_equal(OPAL_INFO_LVL_9, level_of("rdma_pipeline_frag_size"));
+    assert_int_equal(16 * 1024, m->btl_eager_limit);
+    assert_int_equal(64 * 1024, m->btl_max_send_size);
 }
 
 static void test_clamped(void **state)
