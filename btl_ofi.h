@@ -716,6 +716,18 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_of_sender(mca_btl_ofi_module_t *mod
 /** Wake the progress thread of every peer this module's operations wait
  * on; returns how many were woken. */
 int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module);
+/** Hear from the runtime when a job connected to ours ends (component
+ * init), and stop (component close). */
+void mca_btl_ofi_peer_jobs_watch(void);
+void mca_btl_ofi_peer_jobs_unwatch(void);
+/** Jobs connected to ours that ended abnormally: how many the runtime
+ * reported (the PMIx thread counts them) and how many progress reported
+ * lost to the layer above. */
+extern volatile int32_t mca_btl_ofi_jobs_ended;
+extern int32_t mca_btl_ofi_jobs_ended_seen;
+/** Report the processes of the jobs that ended since the last call lost
+ * (an application thread's progress, where the layer above may abort). */
+void mca_btl_ofi_peer_jobs_lost(void);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_context.c: contexts, CQs, progress                          */

@@ -61,6 +61,9 @@
 /** Modex scope our endpoint names are published with. */
 #    define MCA_BTL_OFI_MODEX_GLOBAL PMIX_GLOBAL
 
+/** The runtime (PRRTE) announces each job's end through PMIx. */
+#    define MCA_BTL_OFI_HAVE_JOB_END_EVENTS 1
+
 /** The BTL flag that says a put's completion means the data is at the
  * target (ours are delivery-complete). */
 #    define MCA_BTL_OFI_FLAGS_REMOTE_COMPLETION MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION
@@ -120,6 +123,7 @@ static inline void mca_btl_ofi_compat_keep_loaded(const void *symbol)
 #    define MCA_BTL_OFI_ACCELERATOR_MAX_SEND_SIZE(btl) NULL
 
 #    define MCA_BTL_OFI_MODEX_GLOBAL            OPAL_PMIX_GLOBAL
+#    define MCA_BTL_OFI_HAVE_JOB_END_EVENTS     0
 
 /* 4.1's BTL interface has no such flag: osc/rdma takes every completion
  * as remote, which our delivery-complete posts make true. */

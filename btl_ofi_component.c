@@ -105,6 +105,7 @@ static int mca_btl_ofi_component_open(void)
 
 static int mca_btl_ofi_component_close(void)
 {
+    mca_btl_ofi_peer_jobs_unwatch();
     mca_btl_ofi_progress_thread_stop();
     mca_btl_ofi_wake_close();
     free(mca_btl_ofi_component.provider_name);
@@ -695,6 +696,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         result[i] = &c->modules[i]->super;
     }
     *num_btl_modules = c->module_count;
+    mca_btl_ofi_peer_jobs_watch();
 
 out:
     if (NULL == result) {

@@ -646,10 +646,15 @@ static bool module_has_outstanding(const mca_btl_ofi_module_t *module)
 /* Progress found nothing: if one-sided operations have waited a while
  * without any completion, their targets may be computing outside MPI, so
  * wake their progress threads (btl_ofi_progress.c).  The clock is read only
- * here, while the caller waits anyway. */
+ * here, while the caller waits anyway.  A wait on a job that has ended
+ * abnormally would never end: its processes are reported lost here. */
 static void watch_for_stall(mca_btl_ofi_module_t *module)
 {
     int64_t after = (int64_t) mca_btl_ofi_component.progress_wake_us * 1000, now;
+
+    if (OPAL_UNLIKELY(mca_btl_ofi_jobs_ended != mca_btl_ofi_jobs_ended_seen)) {
+        mca_btl_ofi_peer_jobs_lost();
+    }
 
     if (after <= 0 || !module_has_outstanding(module)) {
         if (0 != module->stall.since) {

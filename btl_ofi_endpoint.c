@@ -479,3 +479,187 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
     }
     return woken;
 }
+
+/* ------------------------------------------------------------------ */
+/* Jobs connected to ours that end abnormally                          */
+
+/*
+ * When a process of a spawned or connected job dies, PRRTE ends that job
+ * and not ours; only a provider that fails a send to it would tell us, and
+ * most never do (a dead peer's connection stays silent), so its peers
+ * would wait for it for good.  PRRTE does announce the end of every job,
+ * with its status, to handlers of PMIX_EVENT_JOB_END.  The PMIx thread
+ * records an abnormal end in a ring; the next progress call of an
+ * application thread reports that job's processes lost to the layer above
+ * (ob1 then ends this job, as it does on a closed btl/tcp socket).  A job
+ * that ends cleanly is not reported: its processes left after
+ * disconnecting.
+ */
+#define ENDED_JOBS 16
+
+volatile int32_t mca_btl_ofi_jobs_ended = 0;
+int32_t mca_btl_ofi_jobs_ended_seen = 0;
+static struct {
+    opal_jobid_t jobid;
+    int status;
+} ended_jobs[ENDED_JOBS];
+
+/* Every endpoint of @p jobid in @p module: made unreachable, its process
+ * put in @p lost (grown as needed); returns how many, -1 out of memory. */
+static int take_lost(mca_btl_ofi_module_t *module, opal_jobid_t jobid, opal_proc_t ***lost,
+                     int *room)
+{
+    mca_btl_ofi_endpoint_t *endpoint;
+    int n = 0;
+
+    mca_btl_ofi_lock(&module->lock);
+    OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        if (endpoint->proc->proc_name.jobid != jobid || !endpoint->addr.reachable) {
+            continue;
+        }
+        if (n == *room) {
+            int grown = 2 * *room + 4;
+            opal_proc_t **more = realloc(*lost, (size_t) grown * sizeof(**lost));
+
+            if (NULL == more) {
+                break; /* those listed still go */
+            }
+            *lost = more;
+            *room = grown;
+        }
+        endpoint->addr.reachable = false;
+        (*lost)[n++] = endpoint->proc;
+    }
+    mca_btl_ofi_unlock(&module->lock);
+    return n;
+}
+
+static void report_job_lost(opal_jobid_t jobid, int status)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    opal_proc_t **lost = NULL;
+    bool shown = false;
+    int room = 0;
+
+    for (int m = 0; m < c->module_count; ++m) {
+        mca_btl_ofi_module_t *module = c->modules[m];
+        int n = take_lost(module, jobid, &lost, &room);
+
+        if (n > 0 && !shown) {
+            shown = true;
+            opal_show_help("help-mpi-btl-ofi.txt", "connected job ended", true,
+                           opal_process_info.nodename, OPAL_JOBID_PRINT(jobid), status);
+        }
+        for (int i = 0; i < n && NULL != module->error_cb; ++i) {
+            module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, lost[i],
+                             "btl/ofi: the job of a connected process ended abnormally");
+        }
+    }
+    free(lost);
+}
+
+void mca_btl_ofi_peer_jobs_lost(void)
+{
+    int32_t seen = mca_btl_ofi_jobs_ended_seen;
+    int32_t ended = __atomic_load_n(&mca_btl_ofi_jobs_ended, __ATOMIC_ACQUIRE);
+
+    /* one application thread reports each job */
+    if (seen == ended
+        || !__atomic_compare_exchange_n(&mca_btl_ofi_jobs_ended_seen, &seen, ended, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        return;
+    }
+    for (int32_t k = seen; k != ended; ++k) {
+        report_job_lost(ended_jobs[k % ENDED_JOBS].jobid, ended_jobs[k % ENDED_JOBS].status);
+    }
+}
+
+#if MCA_BTL_OFI_HAVE_JOB_END_EVENTS
+
+static size_t job_end_handler;
+static volatile bool job_end_watched = false;
+
+static int term_status(const pmix_info_t *info)
+{
+    return PMIX_STATUS == info->value.type ? info->value.data.status : info->value.data.integer;
+}
+
+/* On the PMIx thread: record, never report from here (the layer above may
+ * call back into PMIx to abort, which would wait for this very thread). */
+static void job_ended(size_t handler, pmix_status_t code, const pmix_proc_t *source,
+                      pmix_info_t info[], size_t ninfo, pmix_info_t *results, size_t nresults,
+                      pmix_event_notification_cbfunc_fn_t done, void *done_data)
+{
+    const pmix_proc_t *affected = NULL;
+    opal_jobid_t jobid;
+    int status = 0;
+
+    (void) handler;
+    (void) code;
+    (void) source;
+    (void) results;
+    (void) nresults;
+    for (size_t i = 0; i < ninfo; ++i) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_JOB_TERM_STATUS)) {
+            status = term_status(&info[i]);
+        } else if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROC)
+                   && PMIX_PROC == info[i].value.type) {
+            affected = info[i].value.data.proc;
+        }
+    }
+    if (0 != status && NULL != affected
+        && OPAL_SUCCESS == opal_pmix_convert_nspace(&jobid, (char *) affected->nspace)
+        && jobid != OPAL_PROC_MY_NAME.jobid) {
+        int32_t n = mca_btl_ofi_jobs_ended; /* only this thread writes it */
+
+        ended_jobs[n % ENDED_JOBS].jobid = jobid;
+        ended_jobs[n % ENDED_JOBS].status = status;
+        __atomic_store_n(&mca_btl_ofi_jobs_ended, n + 1, __ATOMIC_RELEASE);
+        MCA_BTL_OFI_VERBOSE(10, "job %s ended with status %d", OPAL_JOBID_PRINT(jobid), status);
+    }
+    if (NULL != done) {
+        done(PMIX_SUCCESS, NULL, 0, NULL, NULL, done_data);
+    }
+}
+
+static void job_end_registered(pmix_status_t status, size_t handler, void *unused)
+{
+    (void) unused;
+    if (PMIX_SUCCESS == status) {
+        job_end_handler = handler;
+        job_end_watched = true;
+    }
+}
+
+static void job_end_deregistered(pmix_status_t status, void *unused)
+{
+    (void) status;
+    (void) unused;
+}
+
+void mca_btl_ofi_peer_jobs_watch(void)
+{
+    pmix_status_t code = PMIX_EVENT_JOB_END;
+
+    (void) PMIx_Register_event_handler(&code, 1, NULL, 0, job_ended, job_end_registered, NULL);
+}
+
+void mca_btl_ofi_peer_jobs_unwatch(void)
+{
+    if (job_end_watched) {
+        job_end_watched = false;
+        (void) PMIx_Deregister_event_handler(job_end_handler, job_end_deregistered, NULL);
+    }
+}
+
+#else /* the runtime of Open MPI 4.1 announces no job's end */
+
+void mca_btl_ofi_peer_jobs_watch(void)
+{
+}
+
+void mca_btl_ofi_peer_jobs_unwatch(void)
+{
+}
+
+#endif

@@ -15,7 +15,6 @@
 #
 # One line per case: PASS|FAIL|SKIP  <lane>  <case>  <details>; logs under
 # build/robustness/logs/.  Exit status 1 when any case failed.
-# BTL_OFI_ROBUSTNESS_KNOWN_BUGS=1 also runs what is skipped for a known gap.
 # shellcheck disable=SC2054 # commas inside MCA values, not array separators
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -407,8 +406,9 @@ stale_shm_case() {
 
 # A spawned child SIGKILLs itself while its parents exchange with it
 # (tests/mpi/dpm.c -m die): the runtime ends the child's job only, so the
-# parents must learn it from us (a send that failed: [message lost]) and
-# end, not wait for good.
+# parents must learn it from us (PMIx's announcement of the job's end:
+# [connected job ended]; or a send that failed, with its error returned to
+# the application or, inline, [message lost]) and end, not wait for good.
 dpm_death_case() {
     local prov=$1 name
     name="dpm-child/$(echo "$prov" | tr ';' '+')"
@@ -424,22 +424,22 @@ dpm_death_case() {
         faults_report FAIL peer-death "$name" "the parents kept waiting on the dead child; $details"
     elif [ "$left" != 0 ]; then
         faults_report FAIL peer-death "$name" "processes left behind; $details"
+    elif grep -a -q 'abnormally: one of its processes died' "$MPI_LOG"; then
+        faults_report PASS peer-death "$name" "the parents ended: [connected job ended]; $details"
+    elif grep -a -q 'could not deliver a message to a peer' "$MPI_LOG"; then
+        faults_report PASS peer-death "$name" "the parents ended: [message lost]; $details"
+    elif grep -a -q 'returned error [0-9]* after the child died' "$MPI_LOG"; then
+        faults_report PASS peer-death "$name" "the parents ended: a send to it failed and the call returned the error; $details"
     else
-        faults_report PASS peer-death "$name" "the parents ended; $details"
+        faults_report FAIL peer-death "$name" "the parents ended, but not through btl/ofi's report; $details"
     fi
 }
 
 lane_peer_death() {
     stale_shm_case
-    # The parents learn of a dead child only when the provider fails a send
-    # to it (docs/design.md "Dynamic processes"): on sockets, when no
-    # connection to it was open, 7 runs in 10; elsewhere never.
-    if [ "${BTL_OFI_ROBUSTNESS_KNOWN_BUGS:-0}" = 1 ]; then
-        dpm_death_case sockets
-    else
-        faults_report SKIP peer-death dpm-child/sockets \
-            "(the parents wait on a dead child when its connection was open, 3 runs in 10; BTL_OFI_ROBUSTNESS_KNOWN_BUGS=1 runs it)"
-    fi
+    dpm_death_case sockets
+    dpm_death_case "tcp;ofi_rxm"
+    dpm_death_case shm
     peer_death_case rma sockets
     peer_death_case p2p sockets
     peer_death_case rma "tcp;ofi_rxm"
