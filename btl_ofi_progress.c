@@ -832,14 +832,6 @@ static void *progress_thread_main(void *arg)
         if (busy || LOOK_WOKEN == cause || (in_flight && now - watch_began < plan.linger_ns)) {
             last_traffic = now;
         }
-        /* The plan before this look may have cleared the watch after a send
-         * that the provider refused was queued, unkicked, while it was set;
-         * left cleared, the next plan would wait for a kick that no queued
-         * send gives, and the rank in PMIx_Connect would never send it
-         * (tcp;ofi_rxm refuses sends while it sets a connection up). */
-        if (busy && 0 == mca_btl_ofi_progress_watching_sends) {
-            __atomic_store_n(&mca_btl_ofi_progress_watching_sends, 1, __ATOMIC_SEQ_CST);
-        }
         plan.interval_us = next_interval_us(plan.interval_us, stepped_in);
         app_present = !stepped_in;
     }
