@@ -489,11 +489,11 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
  * most never do (a dead peer's connection stays silent), so its peers
  * would wait for it for good.  PRRTE does announce the end of every job,
  * with its status, to handlers of PMIX_EVENT_JOB_END.  The PMIx thread
- * records an abnormal end in a ring; the next progress call of an
- * application thread reports that job's processes lost to the layer above
- * (ob1 then ends this job, as it does on a closed btl/tcp socket).  A job
- * that ends cleanly is not reported: its processes left after
- * disconnecting.
+ * records an abnormal end in a ring; the next progress pass of an
+ * application thread that finds nothing (a wait, btl_flush's included)
+ * reports that job's processes lost to the layer above (ob1 then ends
+ * this job).  A job that ends cleanly is not reported: its processes left
+ * after disconnecting.
  */
 #define ENDED_JOBS 16
 
@@ -505,7 +505,8 @@ static struct {
 } ended_jobs[ENDED_JOBS];
 
 /* Every endpoint of @p jobid in @p module: made unreachable, its process
- * put in @p lost (grown as needed); returns how many, -1 out of memory. */
+ * put in @p lost (grown as needed; when it cannot grow, the rest of them
+ * stay reachable); returns how many. */
 static int take_lost(mca_btl_ofi_module_t *module, opal_jobid_t jobid, opal_proc_t ***lost,
                      int *room)
 {

@@ -3,9 +3,9 @@
  *
  * The parameter table (btl_ofi_params.c) and what is driven by it: its
  * registration registers each row with its default and level (which the
- * framework's own registration keeps), and the checks clamp or reset what is out of range with the
- * "[bad parameter]" message, disqualify an unknown mode and map the names
- * of the string parameters.  Linked with btl_ofi_params.c, the pure
+ * framework's own registration keeps), and the checks clamp or reset what
+ * is out of range with the "[bad parameter]" message, disqualify an
+ * unknown mode and map the names of the string parameters.  Linked with btl_ofi_params.c, the pure
  * decisions it uses and libopen-pal (initialised for the MCA variable
  * system), against a fake component and module template and a show_help
  * that records instead of printing.
