@@ -647,13 +647,14 @@ static bool module_has_outstanding(const mca_btl_ofi_module_t *module)
  * without any completion, their targets may be computing outside MPI, so
  * wake their progress threads (btl_ofi_progress.c).  The clock is read only
  * here, while the caller waits anyway.  A wait on a job that has ended
- * abnormally would never end: its processes are reported lost here. */
+ * abnormally would never end: its processes are reported lost here (and
+ * those of a job that ended cleanly leave the address vectors). */
 static void watch_for_stall(mca_btl_ofi_module_t *module)
 {
     int64_t after = (int64_t) mca_btl_ofi_component.progress_wake_us * 1000, now;
 
     if (OPAL_UNLIKELY(mca_btl_ofi_jobs_ended != mca_btl_ofi_jobs_ended_seen)) {
-        mca_btl_ofi_peer_jobs_lost();
+        mca_btl_ofi_peer_jobs_ended();
     }
 
     if (after <= 0 || !module_has_outstanding(module)) {
@@ -758,6 +759,16 @@ static bool context_owes(const mca_btl_ofi_context_t *context)
     return context->outstanding > 0 || context->pending_count > 0;
 }
 
+/* A send the provider refused sits in our queue with no kick of its own:
+ * it queued while the send watch was on, and the watch may have ended
+ * since.  Counted with the sends in flight, it keeps the thread looking
+ * after the watch (a stale send), so the queue drains while the rank
+ * blocks outside MPI, in PMIx_Connect during a spawn. */
+static bool sends_unfinished(const mca_btl_ofi_context_t *context)
+{
+    return context->sends_in_flight > 0 || context->pending_count > 0;
+}
+
 bool mca_btl_ofi_contexts_look(bool *busy, bool *sending)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
@@ -772,7 +783,7 @@ bool mca_btl_ofi_contexts_look(bool *busy, bool *sending)
 
             steps += n >= 0;
             *busy |= n > 0 || context_owes(module->contexts + i);
-            *sending |= module->contexts[i].sends_in_flight > 0;
+            *sending |= sends_unfinished(module->contexts + i);
         }
         if (steps > 0) {
             stepped_in = true;

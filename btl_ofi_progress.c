@@ -794,7 +794,7 @@ static void *progress_thread_main(void *arg)
         plan.exposed = progress_thread.exposed > 0;
         plan.quiet_ns = mca_btl_ofi_now_ns() - last_traffic;
         plan.sending = watch_sends(plan.quiet_ns, plan.exposed ? plan.linger_ns : send_linger_ns);
-        /* a send the last look saw in flight may complete only through
+        /* a send the last look saw in flight or queued may complete only through
          * our provider (sockets, ofi_rxm's connection set-up): it must not
          * be left with no look at all while the application blocks outside
          * MPI (in PMIx_Connect during a spawn) and its peer is still

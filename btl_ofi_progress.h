@@ -74,7 +74,7 @@ bool mca_btl_ofi_wake_send(const mca_btl_ofi_wake_to_t *wake);
  * One look: step in for every context the application left alone since
  * the last look.  Returns whether it stepped in for any; sets @p busy when
  * traffic shows (completions read, operations of ours outstanding, sends
- * queued), @p sending when sends of ours are in flight.
+ * queued), @p sending when sends of ours are in flight or queued.
  */
 typedef bool (*mca_btl_ofi_look_fn_t)(bool *busy, bool *sending);
 
