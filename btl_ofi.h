@@ -133,6 +133,7 @@ typedef enum {
     MCA_BTL_OFI_CNT_LOOK_LATE, /**< looks that began btl_ofi_progress_nudge_us past their timer */
     MCA_BTL_OFI_CNT_NUDGE,     /**< second timers that found the woken thread not yet run */
     MCA_BTL_OFI_CNT_AV_INSERT, /**< peers entered in the address vector */
+    MCA_BTL_OFI_CNT_AV_REMOVE, /**< peers of ended jobs removed from it */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -720,14 +721,15 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module);
  * init), and stop (component close). */
 void mca_btl_ofi_peer_jobs_watch(void);
 void mca_btl_ofi_peer_jobs_unwatch(void);
-/** Jobs connected to ours that ended abnormally: how many the runtime
- * reported (the PMIx thread counts them) and how many progress reported
- * lost to the layer above. */
+/** Jobs that ended: how many the runtime announced (the PMIx thread
+ * counts them) and how many progress has dealt with. */
 extern volatile int32_t mca_btl_ofi_jobs_ended;
 extern int32_t mca_btl_ofi_jobs_ended_seen;
-/** Report the processes of the jobs that ended since the last call lost
- * (an application thread's progress, where the layer above may abort). */
-void mca_btl_ofi_peer_jobs_lost(void);
+/** Deal with the jobs that ended since the last call: the processes of
+ * one that ended abnormally are reported lost (an application thread's
+ * progress, where the layer above may abort); those of one that ended
+ * cleanly leave the address vectors. */
+void mca_btl_ofi_peer_jobs_ended(void);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_context.c: contexts, CQs, progress                          */

@@ -775,7 +775,11 @@ static const struct {
                                 "CPU" },
     [MCA_BTL_OFI_CNT_AV_INSERT] = { "av_insert_count",
                                     "Peers entered in the provider's address vector, one per "
-                                    "process met and module; they stay until the module closes" },
+                                    "process met and module" },
+    [MCA_BTL_OFI_CNT_AV_REMOVE] = { "av_remove_count",
+                                    "Peers removed from the provider's address vector: those of "
+                                    "a connected job that ended cleanly (Open MPI 5); the others "
+                                    "stay until the module closes" },
 };
 
 static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)

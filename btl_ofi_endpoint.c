@@ -481,7 +481,7 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
 }
 
 /* ------------------------------------------------------------------ */
-/* Jobs connected to ours that end abnormally                          */
+/* Jobs connected to ours that end                                     */
 
 /*
  * When a process of a spawned or connected job dies, PRRTE ends that job
@@ -489,16 +489,21 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
  * most never do (a dead peer's connection stays silent), so its peers
  * would wait for it for good.  PRRTE does announce the end of every job,
  * with its status, to handlers of PMIX_EVENT_JOB_END.  The PMIx thread
- * records an abnormal end in a ring; the next progress pass of an
- * application thread that finds nothing (a wait, btl_flush's included)
- * reports that job's processes lost to the layer above (ob1 then ends
- * this job).  A job that ends cleanly is not reported: its processes left
- * after disconnecting.
+ * records each end in a ring; the next progress pass of an application
+ * thread that finds nothing (a wait, btl_flush's included) acts on it:
+ * - a job that ended abnormally: its processes are reported lost to the
+ *   layer above (ob1 then ends this job);
+ * - a job that ended cleanly: its processes left after disconnecting, but
+ *   Open MPI 5.0 never tells the BTLs (no del_procs before MPI_Finalize),
+ *   so their address-vector entries are removed here, once nothing of
+ *   ours is in flight that a provider could still complete through them.
+ *   A spawn/disconnect loop then keeps its AV flat.
  */
-#define ENDED_JOBS 16
+#define ENDED_JOBS 64
 
 volatile int32_t mca_btl_ofi_jobs_ended = 0;
-int32_t mca_btl_ofi_jobs_ended_seen = 0;
+int32_t mca_btl_ofi_jobs_ended_seen = 0; /* retired up to here (and reported) */
+static int32_t jobs_reported = 0;        /* reported up to here */
 static struct {
     opal_jobid_t jobid;
     int status;
@@ -559,20 +564,109 @@ static void report_job_lost(opal_jobid_t jobid, int status)
     free(lost);
 }
 
-void mca_btl_ofi_peer_jobs_lost(void)
+/* Nothing of ours in flight in any module: no completion can still come
+ * through an address we remove.  Read unlocked: a send posted meanwhile
+ * goes to a peer of a live job, never to one whose job has ended. */
+static bool nothing_in_flight(void)
 {
-    int32_t seen = mca_btl_ofi_jobs_ended_seen;
-    int32_t ended = __atomic_load_n(&mca_btl_ofi_jobs_ended, __ATOMIC_ACQUIRE);
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+
+    for (int m = 0; m < c->module_count; ++m) {
+        const mca_btl_ofi_module_t *module = c->modules[m];
+
+        for (int i = 0; i < module->num_contexts; ++i) {
+            const mca_btl_ofi_context_t *context = module->contexts + i;
+
+            if (context->outstanding > 0 || context->sends_in_flight > 0
+                || context->pending_count > 0) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* The address-vector entries of @p jobid's processes in every module go;
+ * the endpoints stay (ob1 still names them until MPI_Finalize), unreachable. */
+static void retire_job(opal_jobid_t jobid)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    uint64_t total = 0;
+
+    for (int m = 0; m < c->module_count; ++m) {
+        mca_btl_ofi_module_t *module = c->modules[m];
+        mca_btl_ofi_endpoint_t *endpoint;
+        uint64_t removed = 0;
+
+        mca_btl_ofi_lock(&module->lock);
+        OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+            if (endpoint->proc->proc_name.jobid != jobid || FI_ADDR_NOTAVAIL == endpoint->addr.fi) {
+                continue;
+            }
+            endpoint->addr.reachable = false;
+            if (0 == fi_av_remove(module->av, &endpoint->addr.fi, 1, 0)) {
+                ++removed;
+            }
+            endpoint->addr.fi = FI_ADDR_NOTAVAIL;
+        }
+        mca_btl_ofi_unlock(&module->lock);
+        if (removed > 0) {
+            mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_AV_REMOVE, removed);
+            total += removed;
+        }
+    }
+    if (total > 0) {
+        MCA_BTL_OFI_VERBOSE(10, "job %s ended: %" PRIu64 " address-vector entries removed",
+                            OPAL_JOBID_PRINT(jobid), total);
+    }
+}
+
+/* A cursor that fell more than the ring behind skips what was overwritten. */
+static int32_t oldest_kept(int32_t cursor, int32_t ended)
+{
+    return ended - cursor > ENDED_JOBS ? ended - ENDED_JOBS : cursor;
+}
+
+static void report_ended_jobs(int32_t ended)
+{
+    int32_t seen = jobs_reported;
 
     /* one application thread reports each job */
     if (seen == ended
+        || !__atomic_compare_exchange_n(&jobs_reported, &seen, ended, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+        return;
+    }
+    for (int32_t k = oldest_kept(seen, ended); k != ended; ++k) {
+        if (0 != ended_jobs[k % ENDED_JOBS].status) {
+            report_job_lost(ended_jobs[k % ENDED_JOBS].jobid, ended_jobs[k % ENDED_JOBS].status);
+        }
+    }
+}
+
+/* Behind the reports: waits, pass after pass, until nothing is in flight. */
+static void retire_ended_jobs(int32_t ended)
+{
+    int32_t seen = mca_btl_ofi_jobs_ended_seen;
+
+    if (seen == ended || !nothing_in_flight()
         || !__atomic_compare_exchange_n(&mca_btl_ofi_jobs_ended_seen, &seen, ended, false,
                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
         return;
     }
-    for (int32_t k = seen; k != ended; ++k) {
-        report_job_lost(ended_jobs[k % ENDED_JOBS].jobid, ended_jobs[k % ENDED_JOBS].status);
+    for (int32_t k = oldest_kept(seen, ended); k != ended; ++k) {
+        if (0 == ended_jobs[k % ENDED_JOBS].status) {
+            retire_job(ended_jobs[k % ENDED_JOBS].jobid);
+        }
     }
+}
+
+void mca_btl_ofi_peer_jobs_ended(void)
+{
+    int32_t ended = __atomic_load_n(&mca_btl_ofi_jobs_ended, __ATOMIC_ACQUIRE);
+
+    report_ended_jobs(ended);
+    retire_ended_jobs(ended);
 }
 
 #if MCA_BTL_OFI_HAVE_JOB_END_EVENTS
@@ -608,7 +702,7 @@ static void job_ended(size_t handler, pmix_status_t code, const pmix_proc_t *sou
             affected = info[i].value.data.proc;
         }
     }
-    if (0 != status && NULL != affected
+    if (NULL != affected
         && OPAL_SUCCESS == opal_pmix_convert_nspace(&jobid, (char *) affected->nspace)
         && jobid != OPAL_PROC_MY_NAME.jobid) {
         int32_t n = mca_btl_ofi_jobs_ended; /* only this thread writes it */

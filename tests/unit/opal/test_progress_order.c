@@ -46,7 +46,7 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
 volatile int32_t mca_btl_ofi_jobs_ended = 0;
 int32_t mca_btl_ofi_jobs_ended_seen = 0;
 
-void mca_btl_ofi_peer_jobs_lost(void)
+void mca_btl_ofi_peer_jobs_ended(void)
 {
 }
 
