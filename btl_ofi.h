@@ -941,6 +941,21 @@ static inline void mca_btl_ofi_context_entered(mca_btl_ofi_context_t *context)
     context->app_progress = context->app_progress + 1;
 }
 
+/* Operations of ours that still need progress: one-sided ones in flight
+ * and sends the provider refused for now (a connection that tcp;ofi_rxm
+ * is still setting up refuses them for tens of milliseconds). */
+static inline bool mca_btl_ofi_context_owes(const mca_btl_ofi_context_t *context)
+{
+    return context->outstanding > 0 || context->pending_count > 0;
+}
+
+/* Sends of ours not yet complete: in flight, or queued because the
+ * provider refused them for now. */
+static inline bool mca_btl_ofi_context_sending(const mca_btl_ofi_context_t *context)
+{
+    return context->sends_in_flight > 0 || context->pending_count > 0;
+}
+
 static inline void mca_btl_ofi_count(mca_btl_ofi_module_t *module, mca_btl_ofi_counter_t which,
                                      uint64_t value)
 {

@@ -751,24 +751,6 @@ static int look_at(mca_btl_ofi_context_t *context)
     return n;
 }
 
-/* Operations of ours that still need progress: one-sided ones in flight
- * and sends the provider refused for now (a connection that tcp;ofi_rxm
- * is still setting up refuses them for tens of milliseconds). */
-static bool context_owes(const mca_btl_ofi_context_t *context)
-{
-    return context->outstanding > 0 || context->pending_count > 0;
-}
-
-/* A send the provider refused sits in our queue with no kick of its own:
- * it queued while the send watch was on, and the watch may have ended
- * since.  Counted with the sends in flight, it keeps the thread looking
- * after the watch (a stale send), so the queue drains while the rank
- * blocks outside MPI, in PMIx_Connect during a spawn. */
-static bool sends_unfinished(const mca_btl_ofi_context_t *context)
-{
-    return context->sends_in_flight > 0 || context->pending_count > 0;
-}
-
 bool mca_btl_ofi_contexts_look(bool *busy, bool *sending)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
@@ -782,8 +764,13 @@ bool mca_btl_ofi_contexts_look(bool *busy, bool *sending)
             int n = look_at(module->contexts + i);
 
             steps += n >= 0;
-            *busy |= n > 0 || context_owes(module->contexts + i);
-            *sending |= sends_unfinished(module->contexts + i);
+            *busy |= n > 0 || mca_btl_ofi_context_owes(module->contexts + i);
+            /* a queued send has no kick of its own: it may have queued
+             * while the send watch was on, and the watch may have ended
+             * since; counted as sending, it keeps the thread looking after
+             * the watch (a stale send), so the queue drains while the rank
+             * blocks outside MPI, in PMIx_Connect during a spawn */
+            *sending |= mca_btl_ofi_context_sending(module->contexts + i);
         }
         if (steps > 0) {
             stepped_in = true;

@@ -575,10 +575,8 @@ static bool nothing_in_flight(void)
         const mca_btl_ofi_module_t *module = c->modules[m];
 
         for (int i = 0; i < module->num_contexts; ++i) {
-            const mca_btl_ofi_context_t *context = module->contexts + i;
-
-            if (context->outstanding > 0 || context->sends_in_flight > 0
-                || context->pending_count > 0) {
+            if (mca_btl_ofi_context_owes(module->contexts + i)
+                || mca_btl_ofi_context_sending(module->contexts + i)) {
                 return false;
             }
         }

@@ -138,12 +138,17 @@ static long count_threads(void)
     return n;
 }
 
+static long peers_held(void)
+{
+    return btl_ofi_pvars_get("av_insert_count") - btl_ofi_pvars_get("av_remove_count");
+}
+
 static void measure(usage_t *u)
 {
     u->fds = count_fds();
     u->threads = count_threads();
     u->regions = btl_ofi_pvars_mr_held();
-    u->peers = btl_ofi_pvars_get("av_insert_count") - btl_ofi_pvars_get("av_remove_count");
+    u->peers = peers_held();
 }
 
 #if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
@@ -189,7 +194,7 @@ static void check_peers_return(const usage_t *start)
         int flag;
 
         TC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
-        peers = btl_ofi_pvars_get("av_insert_count") - btl_ofi_pvars_get("av_remove_count");
+        peers = peers_held();
         if (peers <= start->peers) {
             break;
         }
