@@ -102,6 +102,27 @@ static inline uint32_t mca_btl_ofi_compat_job_size(void)
     return opal_process_info.num_procs > 0 ? (uint32_t) opal_process_info.num_procs : 0;
 }
 
+/** The process that spawned this one (PRRTE's PMIX_PARENT_ID), if any. */
+static inline bool mca_btl_ofi_compat_parent(opal_process_name_t *parent)
+{
+    pmix_value_t *val = NULL;
+    pmix_info_t optional;
+    bool found = false;
+    int rc;
+
+    PMIX_INFO_LOAD(&optional, PMIX_OPTIONAL, NULL, PMIX_BOOL);
+    if (PMIX_SUCCESS == PMIx_Get(&opal_process_info.myprocid, PMIX_PARENT_ID, &optional, 1, &val)
+        && NULL != val && PMIX_PROC == val->type && NULL != val->data.proc) {
+        OPAL_PMIX_CONVERT_PROCT(rc, parent, val->data.proc);
+        found = OPAL_SUCCESS == rc;
+    }
+    if (NULL != val) {
+        PMIX_VALUE_RELEASE(val);
+    }
+    PMIX_INFO_DESTRUCT(&optional);
+    return found;
+}
+
 /**
  * Keep the object holding SYMBOL mapped until the process ends.  Nothing to
  * do in 5.0: libopen-pal links libfabric, so it stays whatever happens to
@@ -157,6 +178,13 @@ static inline struct fi_info *mca_btl_ofi_compat_nearest(struct fi_info *list)
     return opal_mca_common_ofi_select_provider(
         list, opal_process_info.num_local_peers, (uint16_t) opal_process_info.my_local_rank,
         opal_process_info.cpuset, (uint32_t) opal_process_info.my_local_rank);
+}
+
+/* 4.1's spawned jobs are not told apart here: they choose as any job. */
+static inline bool mca_btl_ofi_compat_parent(opal_process_name_t *parent)
+{
+    (void) parent;
+    return false;
 }
 
 static inline uint32_t mca_btl_ofi_compat_job_size(void)

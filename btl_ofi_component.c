@@ -182,11 +182,50 @@ static bool btl_ofi_requested(void)
     return '^' != (*value)[0] && NULL != strstr(*value, "ofi");
 }
 
+/* A spawned job must reach its parents: where they chose a network
+ * provider, shm would leave the children, however few nodes they share,
+ * unable to reach back (their processes' blobs name the provider). */
+static bool parent_uses_network(void)
+{
+    opal_process_name_t parent;
+    const char *theirs;
+    void *blob = NULL;
+    size_t size = 0;
+    bool network;
+    int rc;
+
+    if (!mca_btl_ofi_compat_parent(&parent)) {
+        return false;
+    }
+    OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &parent, &blob, &size);
+    if (OPAL_SUCCESS != rc) {
+        return false; /* the parent does not use this component */
+    }
+    theirs = mca_btl_ofi_modex_provider(blob, size);
+    network = NULL != theirs && 0 != strcasecmp(theirs, "shm");
+    MCA_BTL_OFI_VERBOSE(10, "spawned by %s, which uses %s", OPAL_NAME_PRINT(parent),
+                        NULL != theirs ? theirs : "an unknown provider");
+    free(blob);
+    return network;
+}
+
+/* Asked once: the answer may take a round trip to the parent. */
+static bool spawned_by_network_job(void)
+{
+    static int answer = -1;
+
+    if (answer < 0) {
+        answer = parent_uses_network();
+    }
+    return answer > 0;
+}
+
 static bool job_on_one_node(void)
 {
     uint32_t job_size = mca_btl_ofi_compat_job_size();
 
-    return job_size > 0 && (uint32_t) opal_process_info.num_local_peers + 1 >= job_size;
+    return job_size > 0 && (uint32_t) opal_process_info.num_local_peers + 1 >= job_size
+           && !spawned_by_network_job();
 }
 
 /** fi_getinfo with the newest API we were built with, then 1.9. */
@@ -467,6 +506,9 @@ static bool same_host_atomics_wanted(const provider_filter_t *filter)
         why = "no peer on this host";
     } else if (c->local_atomics < 0 && job_on_one_node()) {
         why = "the job is on one node";
+    } else if (c->local_atomics < 0 && spawned_by_network_job()) {
+        /* its operations to the parents failed (canceled) with one */
+        why = "a spawned job";
     } else if (0 == (c->modules[0]->super.btl_flags & MCA_BTL_FLAGS_ATOMIC_FOPS)) {
         why = "no atomics";
     } else if (c->module_count >= MCA_BTL_OFI_MAX_MODULES_LIMIT) {

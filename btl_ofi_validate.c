@@ -366,22 +366,33 @@ int mca_btl_ofi_parse_progress_mode(const char *name)
     return -1;
 }
 
+const char *mca_btl_ofi_modex_provider(const void *blob, size_t size)
+{
+    const mca_btl_ofi_modex_hdr_t *hdr = blob;
+
+    if (NULL == blob || size < sizeof(*hdr) || MCA_BTL_OFI_MODEX_MAGIC != hdr->magic
+        || NULL == memchr(hdr->provider, '\0', sizeof(hdr->provider))) {
+        return NULL;
+    }
+    return hdr->provider;
+}
+
 int mca_btl_ofi_modex_parse(const void *blob, size_t size, const char *provider, int index,
                             const void **name, size_t *len, const char **why)
 {
     const mca_btl_ofi_modex_hdr_t *hdr = blob;
+    const char *theirs = mca_btl_ofi_modex_provider(blob, size);
     const unsigned char *p, *end;
 
     if (NULL == blob || size < sizeof(*hdr)) {
         *why = "endpoint data is truncated";
         return -1;
     }
-    if (MCA_BTL_OFI_MODEX_MAGIC != hdr->magic) {
+    if (NULL == theirs) {
         *why = "endpoint data has an unknown format";
         return -1;
     }
-    if (NULL == memchr(hdr->provider, '\0', sizeof(hdr->provider))
-        || 0 != strcmp(hdr->provider, provider)) {
+    if (0 != strcmp(theirs, provider)) {
         *why = "the peer chose a different libfabric provider";
         return -1;
     }

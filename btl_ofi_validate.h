@@ -254,6 +254,12 @@ typedef struct mca_btl_ofi_modex_hdr_t {
 } mca_btl_ofi_modex_hdr_t;
 
 /**
+ * The provider a peer's blob names, or NULL when the blob is malformed.
+ * Points into @p blob.
+ */
+const char *mca_btl_ofi_modex_provider(const void *blob, size_t size);
+
+/**
  * Find module @p index's endpoint name in a peer's blob.
  *
  * @param[in]  blob, size  the peer's modex data

@@ -565,6 +565,26 @@ static void test_modex_parse(void **state)
     assert_int_equal(mca_btl_ofi_modex_parse(buf, size, "sockets", 0, &name, &len, &why), -1);
 }
 
+static void test_modex_provider(void **state)
+{
+    const char *names[] = { "nic-zero" };
+    unsigned char buf[512];
+    mca_btl_ofi_modex_hdr_t *hdr = (mca_btl_ofi_modex_hdr_t *) buf;
+    size_t size;
+    (void) state;
+
+    size = build_blob(buf, "tcp;ofi_rxm", 1, names);
+    assert_string_equal(mca_btl_ofi_modex_provider(buf, size), "tcp;ofi_rxm");
+    assert_null(mca_btl_ofi_modex_provider(buf, sizeof(*hdr) - 1));
+    assert_null(mca_btl_ofi_modex_provider(NULL, size));
+    /* a name without its terminator is not read past the header */
+    memset(hdr->provider, 'x', sizeof(hdr->provider));
+    assert_null(mca_btl_ofi_modex_provider(buf, size));
+    size = build_blob(buf, "shm", 1, names);
+    hdr->magic ^= 1;
+    assert_null(mca_btl_ofi_modex_provider(buf, size));
+}
+
 /* ---- same-host copies (btl_ofi_copy.c) ---- */
 
 static void test_host_id(void **state)
@@ -903,6 +923,7 @@ int main(void)
         cmocka_unit_test(test_progress_mode),
         cmocka_unit_test(test_progress_thread),
         cmocka_unit_test(test_modex_parse),
+        cmocka_unit_test(test_modex_provider),
         cmocka_unit_test(test_host_id),
         cmocka_unit_test(test_copy_with),
         cmocka_unit_test(test_wake_route),
