@@ -160,9 +160,9 @@ struct mca_btl_base_registration_handle_t {
     uint64_t rkey;      /**< remote key of the region on the module's own NIC (rail 0) */
     uint64_t base_addr; /**< base used for offset addressing (0 with FI_MR_VIRT_ADDR) */
     /** keys of the same region on rails 1..num_rails-1, then on the
-     * same-host module where there is one (slot num_rails-1); only those
-     * travel (btl_registration_handle_size), so a one-rail handle stays
-     * 16 bytes */
+     * same-host module (slot num_rails-1, kept in every process whose
+     * settings allow one: mca_btl_ofi_rails_setup); only those travel
+     * (btl_registration_handle_size): a one-rail handle is 24 bytes */
     uint64_t rail_keys[MCA_BTL_OFI_MAX_RAILS - 1];
 };
 

@@ -681,6 +681,21 @@ static void forget_module(mca_btl_ofi_module_t *module)
 /* Rails                                                               */
 
 /*
+ * Whether the handle keeps a slot for a same-host key, in every process
+ * alike: osc/rdma lays out its per-node tables by the handle's size as
+ * each process sees it, so a process with a same-host module and one
+ * without (alone on its host, or in a job spawned by the other) must
+ * still agree on it.  Only settings decide, never what the host holds.
+ */
+static bool same_host_slot_reserved(const mca_btl_ofi_module_t *lead)
+{
+    const mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+
+    return MCA_BTL_OFI_MODE_TWO_SIDED != c->mode && 0 != c->local_atomics
+           && lead->num_rails < MCA_BTL_OFI_MAX_RAILS;
+}
+
+/*
  * osc/rdma sends every one-sided operation of a window through the one
  * module it picks: the lowest btl_latency, the first on a tie, which is
  * modules[0].  So that module borrows the others as rails: their domains
@@ -712,7 +727,8 @@ void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead)
     }
     lead->num_rails = want < 1 ? 1 : want;
     lead->stripe_min = (size_t) c->stripe_min;
-    lead->super.btl_registration_handle_size = MCA_BTL_OFI_HANDLE_SIZE(lead->num_rails);
+    lead->super.btl_registration_handle_size =
+        MCA_BTL_OFI_HANDLE_SIZE(lead->num_rails + (same_host_slot_reserved(lead) ? 1 : 0));
     if (lead->num_rails > 1) {
         lead->on_stall = mca_btl_ofi_probe_silent_rail0;
         MCA_BTL_OFI_VERBOSE(1, "one-sided traffic of %s on %d rails, split from %zu bytes",
@@ -742,7 +758,7 @@ bool mca_btl_ofi_same_host_setup(mca_btl_ofi_module_t *lead, mca_btl_ofi_module_
         why = "it does not address memory by virtual address";
     } else if (shm->emulate_atomics || !atomics_covered(lead, shm)) {
         why = "its atomics do not cover the network provider's";
-    } else if (lead->num_rails >= MCA_BTL_OFI_MAX_RAILS) {
+    } else if (!same_host_slot_reserved(lead)) {
         why = "the registration handle has no room for its key";
     }
     if (NULL != why) {
@@ -751,7 +767,6 @@ bool mca_btl_ofi_same_host_setup(mca_btl_ofi_module_t *lead, mca_btl_ofi_module_
         return false;
     }
     lead->same_host = shm;
-    lead->super.btl_registration_handle_size = MCA_BTL_OFI_HANDLE_SIZE(lead->num_rails + 1);
     shm->serves_same_host = true;
     shm->lent = true;
     /* the layer above gets nothing from it: add_procs reaches no peer */

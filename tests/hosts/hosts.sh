@@ -21,7 +21,8 @@
 #             spawn/disconnect cycles in one job (leak counts), and the spawn
 #             case 20 launches in a row (PRRTE 5.0.7 needs
 #             contrib/patches/ompi-5.0.7-prrte-connect-release.patch here).
-#             Not yet: np 4 (osc/rdma crashes in ompi_osc_rdma_peer_lookup)
+#             Also np 3 (spawn) and np 4 (spawn, spawn_multiple,
+#             connect/accept), parents on the children's host too.
 #   hosts_rma tests/hosts/hosts-rma.c: puts, gets and fetch-and-op over
 #             MPI_Win_create, dynamic and MPI_Win_allocate windows, each
 #             flavour proven to go through our btl/ofi by its MPI_T counters
@@ -586,6 +587,17 @@ if [ $rails_only = 0 ]; then
             run_suite 2 4 1 "$prov" rma_atomics p2p_mixed p2p_matching rma_flush_notify \
                 rma_busy_target rma_spin_lock
             hosts_rma 2 4 "$prov"
+            # uneven: two ranks on one host, one alone on the other (only
+            # the pair opens a same-host shm module; every handle must still
+            # have one size, or osc/rdma's tables disagree and it crashes)
+            hosts_rma 2 3 "$prov"
+            # np 3 and 4 parents, one or two of them on the children's host
+            for mode in spawn multiple accept; do
+                cur_np=4 cur_nics=1
+                run_mpi dpm 4 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+            done
+            cur_np=3 cur_nics=1
+            run_mpi dpm 3 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m spawn -h btlofi-h2
             # a same-host peer in a job across hosts: its puts and gets are
             # copies by default (btl_ofi_local_copy -1), the provider's with
             # 0; its atomics go through shm (btl_ofi_local_atomics -1), on

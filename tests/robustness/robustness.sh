@@ -318,12 +318,13 @@ lane_fault() {
     fault_case cqerr/send error 'cq_read:100:cqerr_send' 0 sockets 2 "${p2p[@]}"
     # the same on each kind of send ob1 makes here, by its length (our 16-byte
     # header + ob1's): the match of a 4000-byte eager message, the RGET
-    # header of a 70000-byte one (its request completes on the peer's FIN,
+    # header of a 70000-byte one (it carries our 24-byte registration
+    # handle; its request completes on the peer's FIN,
     # so the error must reach ob1 before that FIN does), rank 0's FIN for
     # rank 1's RGET and an 8-byte match sent inline (both BTL-owned, no
     # callback: counted, the job completes)
     fault_case cqerr/send-eager error 'cq_read:1:cqerr_send@4030' 0 sockets 2 "${p2p[@]}"
-    fault_case cqerr/send-rget error 'cq_read:1:cqerr_send@80' 0 sockets 2 "${p2p[@]}"
+    fault_case cqerr/send-rget error 'cq_read:1:cqerr_send@88' 0 sockets 2 "${p2p[@]}"
     fault_case cqerr/send-fin error 'cq_read:1:cqerr_send@40' 0 sockets 2 "${p2p[@]}"
     fault_case cqerr/send-inline error 'cq_read:1:cqerr_send@38' 0 sockets 2 "${p2p[@]}"
 
