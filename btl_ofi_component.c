@@ -507,7 +507,8 @@ static bool same_host_atomics_wanted(const provider_filter_t *filter)
     } else if (c->local_atomics < 0 && job_on_one_node()) {
         why = "the job is on one node";
     } else if (c->local_atomics < 0 && spawned_by_network_job()) {
-        /* its operations to the parents failed (canceled) with one */
+        /* -1 asks whether the job spans hosts, which a spawned one
+         * cannot tell of its parents */
         why = "a spawned job";
     } else if (0 == (c->modules[0]->super.btl_flags & MCA_BTL_FLAGS_ATOMIC_FOPS)) {
         why = "no atomics";

@@ -22,7 +22,8 @@
 #             case 20 launches in a row (PRRTE 5.0.7 needs
 #             contrib/patches/ompi-5.0.7-prrte-connect-release.patch here).
 #             Also np 3 (spawn) and np 4 (spawn, spawn_multiple,
-#             connect/accept), parents on the children's host too.
+#             connect/accept), parents on the children's host too; and on
+#             net and net;ofi_rxm (np 2 every mode, np 4 spawn and accept).
 #   hosts_rma tests/hosts/hosts-rma.c: puts, gets and fetch-and-op over
 #             MPI_Win_create, dynamic and MPI_Win_allocate windows, each
 #             flavour proven to go through our btl/ofi by its MPI_T counters
@@ -82,7 +83,9 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+providers_named=1
 if [ ${#providers[@]} = 0 ]; then
+    providers_named=0
     providers=("${DEFAULT_PROVIDERS[@]}")
     [ $quick = 0 ] || providers=("tcp;ofi_rxm")
 fi
@@ -575,6 +578,21 @@ if [ $rails_only = 0 ]; then
         fi
     done
 
+    # 1b. dynamic processes across hosts on the other network providers we
+    # accept (their whole suite runs on one node in the mpi lane)
+    if [ $quick = 0 ] && [ $providers_named = 0 ]; then
+        for prov in net "net;ofi_rxm"; do
+            for mode in spawn multiple accept join; do
+                cur_np=2 cur_nics=1
+                run_mpi dpm 2 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+            done
+            for mode in spawn accept; do
+                cur_np=4 cur_nics=1
+                run_mpi dpm 4 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+            done
+        done
+    fi
+
     # 2. three hosts, and two ranks per host
     if [ $quick = 0 ]; then
         for prov in "${providers[@]}"; do
@@ -598,6 +616,12 @@ if [ $rails_only = 0 ]; then
             done
             cur_np=3 cur_nics=1
             run_mpi dpm 3 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m spawn -h btlofi-h2
+            if [ "$prov" = "${providers[0]}" ]; then
+                # the children open a same-host shm module too (not by default)
+                cur_np=4 cur_nics=1
+                run_mpi dpm 4 2 1 "$prov" - --mca btl_ofi_local_atomics 1 \
+                    -- "$BTL_OFI_BUILD/mpi/dpm" -m spawn -h btlofi-h2
+            fi
             # a same-host peer in a job across hosts: its puts and gets are
             # copies by default (btl_ofi_local_copy -1), the provider's with
             # 0; its atomics go through shm (btl_ofi_local_atomics -1), on
