@@ -24,6 +24,8 @@
 #             Also np 3 (spawn) and np 4 (spawn, spawn_multiple,
 #             connect/accept), parents on the children's host too; and on
 #             net and net;ofi_rxm (np 2 every mode, np 4 spawn and accept).
+#   dpm_die   a child on the other host SIGKILLs itself: the parents must
+#             be told (btl/ofi's report or an error) and no process stay
 #   hosts_rma tests/hosts/hosts-rma.c: puts, gets and fetch-and-op over
 #             MPI_Win_create, dynamic and MPI_Win_allocate windows, each
 #             flavour proven to go through our btl/ofi by its MPI_T counters
@@ -450,6 +452,37 @@ rail_atomic_fail() {
     check_ended_with "$label" 'An atomic operation (or an MPI window lock'
 }
 
+# A spawned child on the other host kills itself while the parents exchange
+# with it (dpm -m die): the parents' job must end through btl/ofi's report
+# or an error returned to them, in time, leaving no process in either host
+# (tests/robustness's dpm-child does this on one node).
+DPM_DEATH_TOLD='abnormally: one of its processes died|could not deliver a message to a peer'
+DPM_DEATH_TOLD+='|returned error [0-9]* after the child died'
+dpm_child_death() {
+    local prov=$1 label="dpm_die np=2 hosts=2 $1" log rc=0 start took left
+    log=$LOGDIR/$(safe_name "dpm_die-$prov").log
+    start=$(date +%s.%N)
+    echo "# $(date -Is) $label" >"$log"
+    timeout -k 10 90 "$MPIRUN" --hosts 2 --nics 1 -np 2 --oversubscribe "${BASE_ARGS[@]}" \
+        --mca btl_ofi_provider_include "$prov" "$BTL_OFI_BUILD/mpi/dpm" -m die -h btlofi-h2 \
+        </dev/null >>"$log" 2>&1 || rc=$?
+    took=$(printf '%.1fs' "$(echo "$(date +%s.%N) - $start" | bc)")
+    sleep 2
+    left=$(for ns in btlofi-h1 btlofi-h2; do ip netns pids "$ns" 2>/dev/null; done | wc -l)
+    "$HOSTS" reap >/dev/null 2>&1 || true
+    if ! clean_log "$log" | grep '^KILL rank=' >/dev/null; then
+        record FAIL "$label  ($took, exit $rc: the child never reached its kill point, log $log)"
+    elif [ $rc = 124 ] || clean_log "$log" | grep 'SURVIVED' >/dev/null; then
+        record FAIL "$label  ($took, exit $rc: the parents kept waiting on the dead child, log $log)"
+    elif [ "$left" != 0 ]; then
+        record FAIL "$label  ($took, exit $rc: $left processes left behind, log $log)"
+    elif clean_log "$log" | grep -E "$DPM_DEATH_TOLD" >/dev/null; then
+        record PASS "$label  ($took, exit $rc, the parents told)"
+    else
+        record FAIL "$label  ($took, exit $rc, but not through btl/ofi's report, log $log)"
+    fi
+}
+
 # ------------------------------------------------------------------
 # The suite: manifest lines for a provider, "NAME|MIN_NP|EXTRA" (one per line).
 
@@ -616,6 +649,7 @@ if [ $rails_only = 0 ]; then
             done
             cur_np=3 cur_nics=1
             run_mpi dpm 3 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m spawn -h btlofi-h2
+            dpm_child_death "$prov"
             if [ "$prov" = "${providers[0]}" ]; then
                 # the children open a same-host shm module too (not by default)
                 cur_np=4 cur_nics=1
