@@ -19,6 +19,8 @@
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/common/dpm_death.sh
+. "$(dirname "$0")/../common/dpm_death.sh"
 
 LANES=("$@")
 [ ${#LANES[@]} -gt 0 ] || LANES=(exhaust fault peer-death access)
@@ -406,34 +408,19 @@ stale_shm_case() {
 }
 
 # A spawned child SIGKILLs itself while its parents exchange with it
-# (tests/mpi/dpm.c -m die): the runtime ends the child's job only, so the
-# parents must learn it from us (PMIx's announcement of the job's end:
-# [connected job ended]; or a send that failed, with its error returned to
-# the application or, inline, [message lost]) and end, not wait for good.
+# (tests/common/dpm_death.sh says what must follow).
 dpm_death_case() {
     local prov=$1 name
     name="dpm-child/$(echo "$prov" | tr ';' '+')"
     faults_mpirun peer-death "$name" 60 -np 2 --oversubscribe "${BASE[@]}" \
         --mca btl_ofi_provider_include "$prov" "$FAULTS_BUILD/mpi/dpm" -m die
-    local left details
+    local left hung=0 verdict
     sleep 2
     left=$(faults_reap)
-    details="rc=$MPI_RC, ${MPI_SECS}s, left behind: $left"
-    if ! grep -a -q '^KILL rank=' "$MPI_LOG"; then
-        faults_report FAIL peer-death "$name" "the child never reached its kill point; $details"
-    elif faults_timed_out || grep -a -q 'SURVIVED' "$MPI_LOG"; then
-        faults_report FAIL peer-death "$name" "the parents kept waiting on the dead child; $details"
-    elif [ "$left" != 0 ]; then
-        faults_report FAIL peer-death "$name" "processes left behind; $details"
-    elif grep -a -q 'abnormally: one of its processes died' "$MPI_LOG"; then
-        faults_report PASS peer-death "$name" "the parents ended: [connected job ended]; $details"
-    elif grep -a -q 'could not deliver a message to a peer' "$MPI_LOG"; then
-        faults_report PASS peer-death "$name" "the parents ended: [message lost]; $details"
-    elif grep -a -q 'returned error [0-9]* after the child died' "$MPI_LOG"; then
-        faults_report PASS peer-death "$name" "the parents ended: a send to it failed and the call returned the error; $details"
-    else
-        faults_report FAIL peer-death "$name" "the parents ended, but not through btl/ofi's report; $details"
-    fi
+    ! faults_timed_out || hung=1
+    verdict=$(dpm_death_verdict "$hung" "$left" "$MPI_LOG")
+    faults_report "${verdict%% *}" peer-death "$name" \
+        "${verdict#* }; rc=$MPI_RC, ${MPI_SECS}s, left behind: $left"
 }
 
 lane_peer_death() {
