@@ -326,6 +326,7 @@ typedef struct mca_btl_ofi_comp_t {
     uint64_t *operands; /**< in the payload: [0] operand, [1] compare, [2] result */
     void *operand_desc; /**< descriptor of operands (FI_MR_LOCAL) */
     size_t result_size; /**< bytes of [2] copied to local_address on success */
+    size_t bytes;       /**< payload of a put or get, counted in the context's outstanding_bytes */
     fi_addr_t addr;     /**< where it was posted: the peer on the context's rail */
     /** the peer as seen by the rail's module when that is not endpoint
      * (counted outstanding on both: each module's stall watch wakes it) */
@@ -437,6 +438,9 @@ typedef struct mca_btl_ofi_context_t {
     int deferred_head;               /**< oldest parked completion; guarded by lock */
     int deferred_count;              /**< parked completions; guarded by lock */
     opal_atomic_int64_t outstanding; /**< one-sided operations posted, not completed (atomic) */
+    /** bytes those operations move (atomic like outstanding): a wait for
+     * them is a stall only once it outlasts what moving them takes */
+    opal_atomic_int64_t outstanding_bytes;
     /** the progress thread holds completions it read from the CQ and has
      * not parked yet (it runs our own ones first, without the lock); no
      * other thread reads the CQ meanwhile, or it would hand the layer

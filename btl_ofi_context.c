@@ -643,6 +643,16 @@ static bool module_has_outstanding(const mca_btl_ofi_module_t *module)
     return false;
 }
 
+static int64_t module_outstanding_bytes(const mca_btl_ofi_module_t *module)
+{
+    int64_t bytes = 0;
+
+    for (int i = 0; i < module->num_contexts; ++i) {
+        bytes += module->contexts[i].outstanding_bytes;
+    }
+    return bytes;
+}
+
 /* Progress found nothing: if one-sided operations have waited a while
  * without any completion, their targets may be computing outside MPI, so
  * wake their progress threads (btl_ofi_progress.c).  The clock is read only
@@ -651,18 +661,20 @@ static bool module_has_outstanding(const mca_btl_ofi_module_t *module)
  * those of a job that ended cleanly leave the address vectors). */
 static void watch_for_stall(mca_btl_ofi_module_t *module)
 {
-    int64_t after = (int64_t) mca_btl_ofi_component.progress_wake_us * 1000, now;
+    int64_t after, now;
 
     if (OPAL_UNLIKELY(mca_btl_ofi_jobs_ended != mca_btl_ofi_jobs_ended_seen)) {
         mca_btl_ofi_peer_jobs_ended();
     }
 
-    if (after <= 0 || !module_has_outstanding(module)) {
+    if (mca_btl_ofi_component.progress_wake_us <= 0 || !module_has_outstanding(module)) {
         if (0 != module->stall.since) {
             module->stall.since = 0;
         }
         return;
     }
+    after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.progress_wake_us,
+                                      module_outstanding_bytes(module));
     now = mca_btl_ofi_now_ns();
     if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {
         (void) mca_btl_ofi_endpoints_wake_waited(module);

@@ -78,6 +78,9 @@ static inline void comp_return(mca_btl_ofi_context_t *context, mca_btl_ofi_comp_
 static inline void endpoint_op_done(mca_btl_ofi_comp_t *comp)
 {
     mca_btl_ofi_app_add64(&comp->context->outstanding, -1);
+    if (0 != comp->bytes) {
+        mca_btl_ofi_app_add64(&comp->context->outstanding_bytes, -(int64_t) comp->bytes);
+    }
     mca_btl_ofi_app_add64(&comp->endpoint->outstanding, -1);
     if (NULL != comp->rail_endpoint) {
         mca_btl_ofi_app_add64(&comp->rail_endpoint->outstanding, -1);
@@ -177,6 +180,7 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
                              ? ((mca_btl_ofi_reg_t *) comp->super.registration)->desc
                              : NULL;
     comp->result_size = 0;
+    comp->bytes = 0;
     comp->local_address = local_address;
     comp->local_handle = local_handle;
     comp->cbfunc = cbfunc;
@@ -230,6 +234,9 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
     /* counted first: the completion may be reaped by another thread before
      * post() even returns */
     mca_btl_ofi_app_add64(&context->outstanding, 1);
+    if (0 != comp->bytes) {
+        mca_btl_ofi_app_add64(&context->outstanding_bytes, (int64_t) comp->bytes);
+    }
     mca_btl_ofi_app_add64(&comp->endpoint->outstanding, 1);
     if (NULL != comp->rail_endpoint) {
         mca_btl_ofi_app_add64(&comp->rail_endpoint->outstanding, 1);
@@ -442,6 +449,7 @@ static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
     if (0 == r) {
         mca_btl_ofi_rail0_watch(comp, args.raddr, args.rkey, p->size);
     }
+    comp->bytes = p->size;
     rc = mca_btl_ofi_post(comp, p->is_put ? post_write : post_read, &args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
         count_rma(rail, p->is_put, p->size);
@@ -998,6 +1006,7 @@ static int start_rma(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpo
     args->desc = mca_btl_ofi_local_desc(local_handle);
     args->raddr = mca_btl_ofi_remote_addr(remote_handle, remote_address);
     args->rkey = remote_handle->rkey;
+    comp->bytes = args->size;
     rc = mca_btl_ofi_post(comp, is_put ? post_write : post_read, args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
         mca_btl_ofi_app_count(module, is_put ? MCA_BTL_OFI_CNT_PUT : MCA_BTL_OFI_CNT_GET, 1);

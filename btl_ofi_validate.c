@@ -458,6 +458,17 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
     return true;
 }
 
+int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes)
+{
+    if (wake_us <= 0) {
+        return 0;
+    }
+    if (bytes < 0) {
+        bytes = 0; /* counters read while another thread updates them */
+    }
+    return (int64_t) wake_us * 1000 + bytes * 1000 / MCA_BTL_OFI_WAKE_BYTES_PER_US;
+}
+
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
 {
     if (!plan->exposed) {

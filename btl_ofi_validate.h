@@ -310,6 +310,22 @@ typedef struct mca_btl_ofi_stall_watch_t {
 bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t after_ns,
                           bool outstanding);
 
+/** Bytes per microsecond below which a transfer counts as stalled: 1 GB/s,
+ * slower than any provider here moves a large put (shm about 11 GB/s,
+ * tcp;ofi_rxm on one node about 5) and than a 10 GbE link. */
+#define MCA_BTL_OFI_WAKE_BYTES_PER_US 1000
+
+/**
+ * How long a wait on one-sided operations that move @p bytes goes without
+ * a completion before their targets' threads are woken, in ns:
+ * btl_ofi_progress_wake_us (@p wake_us; 0: never, returned as 0) plus what
+ * moving them takes at MCA_BTL_OFI_WAKE_BYTES_PER_US.  A target in MPI
+ * completes a 1 MiB put on shm in about 90 us: a flat 100 us woke its
+ * thread for most of them, and each wake-up took the target's core from
+ * the very progress that served the put.
+ */
+int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes);
+
 /*
  * The progress thread's period.  A look costs the rank whose core the thread
  * shares about 10 us, so the thread looks only as often as a peer may need it.

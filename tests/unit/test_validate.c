@@ -694,6 +694,25 @@ static void test_wake_due(void **state)
     assert_false(mca_btl_ofi_wake_due(&w, 10000000, 0, true));
 }
 
+static void test_wake_after(void **state)
+{
+    (void) state;
+
+    /* small operations: the parameter alone */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0), 100000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 8), 100008);
+    /* a 1 MiB put is not overdue before it could have moved at 1 GB/s:
+     * shm's 90 us for it no longer reads as a stall */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 1 << 20), 100000 + 1048576);
+    assert_true(mca_btl_ofi_wake_after_ns(100, 1 << 20) > 1000000);
+    /* 64 puts of 64 KiB in flight */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 64 << 16), 100000 + 4194304);
+    /* wake-ups off stay off, whatever is outstanding */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(0, 1 << 20), 0);
+    /* a counter caught mid-update below zero counts as nothing */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, -4096), 100000);
+}
+
 /* ---- the progress thread's period ---- */
 
 static void test_look_after(void **state)
@@ -928,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_copy_with),
         cmocka_unit_test(test_wake_route),
         cmocka_unit_test(test_wake_due),
+        cmocka_unit_test(test_wake_after),
         cmocka_unit_test(test_look_after),
         cmocka_unit_test(test_modex_carries_wake_address),
         cmocka_unit_test(test_default_eager_limit),
