@@ -787,7 +787,7 @@ class Bench:
         self.progress_total = self.count_progress()
         with CompetingLoad(self.args.load):
             for rnd in range(1, self.rounds + 1):
-                for impl in IMPLS:
+                for impl in self.round_order(rnd):
                     for group, tests, sizes in self.build_launches(impl, rnd):
                         # the lock rows are one-sided: refused with the osc group
                         key = (impl, "osc" if group == "lock" else group)
@@ -798,6 +798,12 @@ class Bench:
                 self.mark_structural(rnd)
         self.elapsed = time.time() - self.started
         return self.report()
+
+    @staticmethod
+    def round_order(rnd):
+        """Every other round runs the implementations backwards, so that none
+        always launches first after the previous round's last."""
+        return IMPLS if rnd % 2 else tuple(reversed(IMPLS))
 
     def mark_structural(self, rnd):
         """Cells that have no measurement by design, and hung sizes skipped."""
@@ -1114,7 +1120,8 @@ class Bench:
         for k, v in m.items():
             L.append("| %s | %s |" % (k, v))
         L.append("")
-        L.append("Implementations (each round runs %s in turn):" % ", ".join(self.impls))
+        L.append("Implementations (each round runs %s in turn, every other round in "
+                 "reverse order):" % ", ".join(self.impls))
         L.append("")
         if DISTRO:
             L.append("Every job runs the distribution's Open MPI (%s): `contrib/mpirun --distro` "

@@ -26,6 +26,7 @@ import subprocess
 import sys
 
 from bench_paths import BUILD, MPICH_BUILD, MPICH_SKIP, MPIEXEC, MPIRUN
+from doc_blocks import replace_block
 IMPLS = ("ours", "nothread", "tcp", "mpich")
 OURS = ("ours", "nothread")
 LINE_RE = re.compile(r"^scale_put np=(\d+) rounds=(\d+) first_s=(\S+) rest_s=(\S+) "
@@ -107,16 +108,7 @@ def report(impls, nps, samples, problems, skipped, lines):
 
 def write_block(path, out_dir, lines):
     """Replaces what lies between <!-- scale:begin ... --> and <!-- scale:end -->."""
-    with open(path) as f:
-        text = f.read()
-    m = re.search(r"<!-- scale:begin[^>]*-->", text)
-    end = "<!-- scale:end -->"
-    if not m or end not in text[m.end():]:
-        sys.exit("%s has no scale block" % path)
-    stop = text.index(end, m.end())
-    marker = "<!-- scale:begin from=%s -->" % os.path.relpath(out_dir or ".")
-    with open(path, "w") as f:
-        f.write(text[:m.start()] + marker + "\n" + "\n".join(lines) + "\n" + text[stop:])
+    replace_block(path, "scale", os.path.relpath(out_dir or "."), lines)
 
 
 def table_from_csv(path):

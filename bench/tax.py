@@ -36,6 +36,7 @@ import subprocess
 import sys
 
 from bench_paths import BUILD, MPICH_BUILD, MPICH_SKIP, MPIEXEC, MPIRUN
+from doc_blocks import replace_block
 
 # (name, what it is)
 IMPLS = (("ours", "ours, progress thread default"),
@@ -136,16 +137,7 @@ def table_from_csvs(directory):
 
 def write_block(path, directory, lines):
     """Replaces what lies between <!-- tax:begin ... --> and <!-- tax:end -->."""
-    with open(path) as f:
-        text = f.read()
-    m = re.search(r"<!-- tax:begin[^>]*-->", text)
-    end = "<!-- tax:end -->"
-    if not m or end not in text[m.end():]:
-        sys.exit("%s has no tax block" % path)
-    stop = text.index(end, m.end())
-    marker = "<!-- tax:begin from=%s -->" % os.path.relpath(directory)
-    with open(path, "w") as f:
-        f.write(text[:m.start()] + marker + "\n" + "\n".join(lines) + "\n" + text[stop:])
+    replace_block(path, "tax", os.path.relpath(directory), lines)
 
 
 def main():

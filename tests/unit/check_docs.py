@@ -24,6 +24,11 @@ Fails (exit 1) when
   a file that does not exist, or a '#anchor' no heading of that file gives;
 - README.md is past the front page's limits (250 lines, 400 characters a
   line, 3 lines carrying a date), or docs/*.md past 20 000 words;
+- README.md's `<!-- progress-front:begin from=DIR -->` block is missing or
+  differs from what `bench/progress_ab.py --front README.md DIR` writes, or
+  a `<!-- progress-summary:P:begin from=IDLE,LOAD -->` block of
+  docs/performance.md from what `bench/progress_ab.py IDLE LOAD --summary`
+  writes;
 - ompi_info cannot be run, or lists no btl/ofi parameter: that part fails
   with the reason, it is never skipped.
 
@@ -60,6 +65,39 @@ def check_tables(src):
     need = {readme: [("headline", p) for p in PROVIDERS],
             perf: [("full", p) for p in PROVIDERS]}
     return headline.check([readme, perf], need)
+
+
+def check_progress(src):
+    """The progress thread's A/B: README's table and performance.md's
+    summaries against the runs their markers name."""
+    sys.path.insert(0, os.path.join(src, "bench"))
+    import progress_ab  # noqa: E402
+    problems = []
+    readme = os.path.join(src, "README.md")
+    with open(readme) as f:
+        text = f.read()
+    m = re.search(r"<!-- progress-front:begin from=(\S+) -->\n(.*?)<!-- progress-front:end -->",
+                  text, re.S)
+    if not m:
+        problems.append("README.md: no <!-- progress-front:begin from=DIR --> block")
+    elif m.group(2).rstrip("\n").split("\n") != progress_ab.front_rows(os.path.join(src, m.group(1))):
+        problems.append("README.md: the progress table differs from %s: run python3 "
+                        "bench/progress_ab.py --front README.md %s" % (m.group(1), m.group(1)))
+    perf = os.path.join(src, "docs", "performance.md")
+    with open(perf) as f:
+        text = f.read()
+    blocks = re.findall(r"<!-- progress-summary:(.+?):begin from=(\S+),(\S+) -->\n(.*?)"
+                        r"<!-- progress-summary:", text, re.S)
+    if not blocks:
+        problems.append("docs/performance.md: no progress-summary block")
+    for prov, idle, load, body in blocks:
+        tally = {}
+        progress_ab.table(os.path.join(src, idle), os.path.join(src, load), tally)
+        if body.rstrip("\n") != progress_ab.summary_line(prov, tally):
+            problems.append("docs/performance.md: the %s progress summary differs from %s: run "
+                            "python3 bench/progress_ab.py %s %s --summary docs/performance.md"
+                            % (prov, idle, idle, load))
+    return problems
 
 
 def ompi_info_params(src, build):
@@ -225,6 +263,9 @@ def main(argv):
     build = os.environ.get("BTL_OFI_BUILD") or os.path.join(src, "build")
     problems = check_tables(src)
     print("benchmark tables: %s" % ("ok" if not problems else "%d problem(s)" % len(problems)))
+    pa = check_progress(src)
+    print("progress thread A/B: %s" % ("ok" if not pa else "%d problem(s)" % len(pa)))
+    problems += pa
     lp = check_links(src)
     print("relative links: %s%s" % ("ok" if not lp else "%d problem(s)" % len(lp), "".join(
         " (%s not generated yet)" % p for p in PENDING if not os.path.exists(os.path.join(src, p)))))
