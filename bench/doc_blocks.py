@@ -5,6 +5,18 @@ import re
 import sys
 
 
+def read_blocks(text, prefix):
+    """[(name, source, lines)] of every block of @p text whose name starts
+    with @p prefix (a name is NAME in the markers above)."""
+    found = []
+    for m in re.finditer(r"<!-- (%s\S*?):begin(?: from=(\S*))? -->\n" % re.escape(prefix), text):
+        end = "<!-- %s:end -->" % m.group(1)
+        stop = text.find(end, m.end())
+        if stop >= 0:
+            found.append((m.group(1), m.group(2) or "", text[m.end():stop].rstrip("\n").split("\n")))
+    return found
+
+
 def replace_block(path, name, source, lines):
     """Put @p lines between @p path's markers for @p name, the begin marker
     naming @p source; exits saying so when the file has no such block."""

@@ -108,19 +108,18 @@ def on_target(ratio, higher_better, idle):
     return ratio >= 1.0 if higher_better else ratio <= 1.0
 
 
-def verdict(ours, off, higher_better, idle):
-    """The paired ratio (median, low, high, n) and whether the row meets its
-    target: 'within noise' when the median misses but its interval reaches
-    the target, 'misses' when the whole interval is past it."""
-    ratio = paired(ours, off)
+def verdict(ratio, higher_better, idle):
+    """Whether a row with the paired @p ratio (median, low, high, n) meets
+    its target: 'within noise' when the median misses but its interval
+    reaches the target, 'misses' when the whole interval is past it."""
     if on_target(ratio[0], higher_better, idle):
-        return ratio, "meets"
+        return "meets"
     low, high = ratio[1], ratio[2]
     if idle:
         reaches = low <= 1.03 and high >= 0.97
     else:
         reaches = high >= 1.0 if higher_better else low <= 1.0
-    return ratio, "within noise" if reaches else "misses"
+    return "within noise" if reaches else "misses"
 
 
 def ratio_cell(ratio):
@@ -157,13 +156,12 @@ def table(idle_dir, load_dir, tally):
                 # busy_*: the target computes, thread-off has no number
                 row += [cell(got["ours"]), "n/a", "-", "thread only"]
                 continue
-            if "ours" not in got or "nothread" not in got:
+            ratio = paired(got["ours"], got["nothread"]) if "ours" in got and "nothread" in got \
+                else None
+            if ratio is None:
                 row += ["-", "-", "-", "no data"]
                 continue
-            if paired(got["ours"], got["nothread"]) is None:
-                row += ["-", "-", "-", "no data"]
-                continue
-            ratio, word = verdict(got["ours"], got["nothread"], better, run is idle)
+            word = verdict(ratio, better, run is idle)
             row += [cell(got["ours"]), cell(got["nothread"]), ratio_cell(ratio), word]
             cond = "idle" if run is idle else "load"
             name = "%s %s" % (key[0], size_word(key[1]))

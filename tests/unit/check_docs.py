@@ -72,31 +72,28 @@ def check_progress(src):
     summaries against the runs their markers name."""
     sys.path.insert(0, os.path.join(src, "bench"))
     import progress_ab  # noqa: E402
+    from doc_blocks import read_blocks  # noqa: E402
     problems = []
-    readme = os.path.join(src, "README.md")
-    with open(readme) as f:
-        text = f.read()
-    m = re.search(r"<!-- progress-front:begin from=(\S+) -->\n(.*?)<!-- progress-front:end -->",
-                  text, re.S)
-    if not m:
+    with open(os.path.join(src, "README.md")) as f:
+        front = read_blocks(f.read(), "progress-front")
+    if not front or not front[0][1]:
         problems.append("README.md: no <!-- progress-front:begin from=DIR --> block")
-    elif m.group(2).rstrip("\n").split("\n") != progress_ab.front_rows(os.path.join(src, m.group(1))):
+    elif front[0][2] != progress_ab.front_rows(os.path.join(src, front[0][1])):
         problems.append("README.md: the progress table differs from %s: run python3 "
-                        "bench/progress_ab.py --front README.md %s" % (m.group(1), m.group(1)))
-    perf = os.path.join(src, "docs", "performance.md")
-    with open(perf) as f:
-        text = f.read()
-    blocks = re.findall(r"<!-- progress-summary:(.+?):begin from=(\S+),(\S+) -->\n(.*?)"
-                        r"<!-- progress-summary:", text, re.S)
-    if not blocks:
+                        "bench/progress_ab.py --front README.md %s" % (front[0][1], front[0][1]))
+    with open(os.path.join(src, "docs", "performance.md")) as f:
+        summaries = read_blocks(f.read(), "progress-summary:")
+    if not summaries:
         problems.append("docs/performance.md: no progress-summary block")
-    for prov, idle, load, body in blocks:
+    for name, source, lines in summaries:
+        prov = name[len("progress-summary:"):]
+        idle, _, load = source.partition(",")
         tally = {}
         progress_ab.table(os.path.join(src, idle), os.path.join(src, load), tally)
-        if body.rstrip("\n") != progress_ab.summary_line(prov, tally):
+        if "\n".join(lines) != progress_ab.summary_line(prov, tally):
             problems.append("docs/performance.md: the %s progress summary differs from %s: run "
                             "python3 bench/progress_ab.py %s %s --summary docs/performance.md"
-                            % (prov, idle, idle, load))
+                            % (prov, source, idle, load))
     return problems
 
 
