@@ -538,6 +538,15 @@ hosts_rma() {
     run_mpi hosts_rma "$np" "$hosts" 1 "$prov" - -- "$BTL_OFI_BUILD/hosts/hosts-rma"
 }
 
+# tests/mpi/dpm.c -m MODE on 2 hosts, its children on the second:
+# dpm_across NP PROVIDER MODE [MPIRUN ARGS...]
+dpm_across() {
+    local np=$1 prov=$2 mode=$3
+    shift 3
+    cur_np=$np cur_nics=1
+    run_mpi dpm "$np" 2 1 "$prov" - "$@" -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+}
+
 cur_np=0 cur_nics=1
 declare -a nic_bytes_before
 
@@ -585,21 +594,19 @@ if [ $rails_only = 0 ]; then
         hosts_rma 2 2 "$prov"
         # dynamic processes with every child on the other host
         for mode in spawn multiple accept join; do
-            cur_np=2 cur_nics=1
-            run_mpi dpm 2 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+            dpm_across 2 "$prov" "$mode"
         done
         if [ $quick = 0 ] && [ "$prov" = "${providers[0]}" ]; then
             # no include list: the children, all on one host, must not
             # take shm when their parents took a network provider
             for mode in spawn multiple; do
-                run_mpi dpm 2 2 1 "" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+                dpm_across 2 "" "$mode"
             done
             # leak counts over cycles (the registration cache off, as on one node)
             run_mpi dpm 2 2 1 "$prov" - --mca btl_ofi_mr_cache_max 0 -- "$BTL_OFI_BUILD/mpi/dpm" \
                 -m spawn -c 10 -h btlofi-h2
             for launch in $(seq 2 20); do
-                run_mpi dpm 2 2 1 "$prov" - -x "DPM_LAUNCH=$launch" -- "$BTL_OFI_BUILD/mpi/dpm" \
-                    -m spawn -h btlofi-h2
+                dpm_across 2 "$prov" spawn -x "DPM_LAUNCH=$launch"
             done
         fi
     done
@@ -609,12 +616,10 @@ if [ $rails_only = 0 ]; then
     if [ $quick = 0 ] && [ $providers_named = 0 ]; then
         for prov in net "net;ofi_rxm"; do
             for mode in spawn multiple accept join; do
-                cur_np=2 cur_nics=1
-                run_mpi dpm 2 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+                dpm_across 2 "$prov" "$mode"
             done
             for mode in spawn accept; do
-                cur_np=4 cur_nics=1
-                run_mpi dpm 4 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+                dpm_across 4 "$prov" "$mode"
             done
         done
     fi
@@ -637,17 +642,13 @@ if [ $rails_only = 0 ]; then
             hosts_rma 2 3 "$prov"
             # np 3 and 4 parents, one or two of them on the children's host
             for mode in spawn multiple accept; do
-                cur_np=4 cur_nics=1
-                run_mpi dpm 4 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m "$mode" -h btlofi-h2
+                dpm_across 4 "$prov" "$mode"
             done
-            cur_np=3 cur_nics=1
-            run_mpi dpm 3 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/dpm" -m spawn -h btlofi-h2
+            dpm_across 3 "$prov" spawn
             dpm_child_death "$prov"
             if [ "$prov" = "${providers[0]}" ]; then
                 # the children open a same-host shm module too (not by default)
-                cur_np=4 cur_nics=1
-                run_mpi dpm 4 2 1 "$prov" - --mca btl_ofi_local_atomics 1 \
-                    -- "$BTL_OFI_BUILD/mpi/dpm" -m spawn -h btlofi-h2
+                dpm_across 4 "$prov" spawn --mca btl_ofi_local_atomics 1
             fi
             # a same-host peer in a job across hosts: its puts and gets are
             # copies by default (btl_ofi_local_copy -1), the provider's with
