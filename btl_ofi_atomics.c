@@ -521,6 +521,63 @@ static int start_same_host_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     return rc;
 }
 
+static inline bool endpoint_is_me(const mca_btl_ofi_endpoint_t *endpoint)
+{
+    return NULL != endpoint->proc
+           && 0 == opal_compare_proc(endpoint->proc->proc_name, OPAL_PROC_MY_NAME);
+}
+
+/*
+ * An atomic on our own memory that comes without a registration: osc/rdma
+ * gives none for its own rank's window when our atomics are atomic with
+ * the CPU's (MCA_BTL_ATOMIC_SUPPORTS_GLOB), meaning the CPU to serve it.
+ * In a job across hosts it still asks us first (5.0's compare-and-swap
+ * with our patch, 4.1's atomics), and a refusal sends it to a
+ * copy-compare-copy under a lock that the other ranks' network swaps
+ * never take, so two ranks could win one spin lock.  The CPU applies it
+ * here with atomic instructions, as the provider does at this target, and
+ * it completes on return as a same-host copy does.
+ */
+static int apply_in_place(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                          const atomic_args_t *args, const uint64_t operands[2], bool fetch,
+                          void *local_address, uint64_t remote_address,
+                          mca_btl_base_registration_handle_t *local_handle,
+                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    const emu_request_t req = {
+        .address = remote_address,
+        .operand = operands[0],
+        .compare = operands[1],
+        .op = (uint8_t) args->op,
+        .dt = (uint8_t) args->dt,
+    };
+    size_t size = mca_btl_ofi_datatype_size(args->dt);
+    uint64_t old = 0;
+    int rc;
+
+    if (0 == (module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_GLOB)
+        || !endpoint_is_me(endpoint) || 0 != remote_address % size) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    rc = apply(&req, &old);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    if (fetch && 4 == size) {
+        uint32_t narrow = (uint32_t) old;
+        memcpy(local_address, &narrow, sizeof(narrow));
+    } else if (fetch) {
+        memcpy(local_address, &old, sizeof(old));
+    }
+    mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_ATOMIC, 1);
+    mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_SELF_ATOMIC, 1);
+    if (NULL != cbfunc) {
+        cbfunc(&module->super, endpoint, local_address, local_handle, cbcontext, cbdata,
+               OPAL_SUCCESS);
+    }
+    return OPAL_SUCCESS;
+}
+
 static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                         mca_btl_ofi_post_fn_t post, atomic_args_t *args, const uint64_t operands[2],
                         void *local_address, mca_btl_base_registration_handle_t *local_handle,
@@ -533,11 +590,9 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     if (OPAL_UNLIKELY(OPAL_SUCCESS != mca_btl_ofi_check_endpoint(endpoint))) {
         return OPAL_ERR_UNREACH;
     }
-    /* No registration for the target: Open MPI 4.1's osc/rdma tries the BTL
-     * first for its own rank's memory and does the atomic itself when
-     * refused. */
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
-        return OPAL_ERR_BAD_PARAM;
+        return apply_in_place(module, endpoint, args, operands, post_atomic != post, local_address,
+                              remote_address, local_handle, cbfunc, cbcontext, cbdata);
     }
     if (NULL != endpoint->same_host.ep && NULL != module->same_host) {
         return start_same_host_atomic(module, endpoint, post, args, operands, local_address,

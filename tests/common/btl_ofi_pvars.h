@@ -39,7 +39,7 @@
 /** The counters every run of our component moves or registers, in the
  * order the test and benchmark reports print them. */
 extern const char *const btl_ofi_pvars_standard[];
-#define BTL_OFI_PVARS_NUM_STANDARD 14
+#define BTL_OFI_PVARS_NUM_STANDARD 15
 
 /**
  * Start MPI_T (at MPI's thread level) and allocate a handle for every
