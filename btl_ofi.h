@@ -130,11 +130,11 @@ typedef enum {
     MCA_BTL_OFI_CNT_RAIL_DOWN,    /**< rails taken out of service for a peer */
     MCA_BTL_OFI_CNT_LOCAL_COPY,   /**< puts and gets copied to a same-host peer */
     MCA_BTL_OFI_CNT_LOCAL_ATOMIC, /**< atomics to a same-host peer through the shm module */
-    MCA_BTL_OFI_CNT_LOOK_LATE,   /**< looks that began btl_ofi_progress_nudge_us past their timer */
-    MCA_BTL_OFI_CNT_NUDGE,       /**< second timers that found the woken thread not yet run */
-    MCA_BTL_OFI_CNT_AV_INSERT,   /**< peers entered in the address vector */
-    MCA_BTL_OFI_CNT_AV_REMOVE,   /**< peers of ended jobs removed from it */
-    MCA_BTL_OFI_CNT_SELF_ATOMIC, /**< atomics on our own memory applied in place */
+    MCA_BTL_OFI_CNT_LOOK_LATE, /**< looks that began btl_ofi_progress_nudge_us past their timer */
+    MCA_BTL_OFI_CNT_NUDGE,     /**< second timers that found the woken thread not yet run */
+    MCA_BTL_OFI_CNT_AV_INSERT, /**< peers entered in the address vector */
+    MCA_BTL_OFI_CNT_AV_REMOVE, /**< peers of ended jobs removed from it */
+    MCA_BTL_OFI_CNT_IN_PLACE_ATOMIC, /**< atomics on our own memory applied in place */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 

@@ -521,22 +521,17 @@ static int start_same_host_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     return rc;
 }
 
-static inline bool endpoint_is_me(const mca_btl_ofi_endpoint_t *endpoint)
-{
-    return NULL != endpoint->proc
-           && 0 == opal_compare_proc(endpoint->proc->proc_name, OPAL_PROC_MY_NAME);
-}
-
 /*
- * An atomic on our own memory that comes without a registration: osc/rdma
- * gives none for its own rank's window when our atomics are atomic with
- * the CPU's (MCA_BTL_ATOMIC_SUPPORTS_GLOB), meaning the CPU to serve it.
- * In a job across hosts it still asks us first (5.0's compare-and-swap
- * with our patch, 4.1's atomics), and a refusal sends it to a
- * copy-compare-copy under a lock that the other ranks' network swaps
- * never take, so two ranks could win one spin lock.  The CPU applies it
- * here with atomic instructions, as the provider does at this target, and
- * it completes on return as a same-host copy does.
+ * An atomic that comes without a registration, at an address of our own:
+ * osc/rdma gives none for memory it reaches directly (its own rank's
+ * window, and with MPI_Win_allocate its node's shared segment) when our
+ * atomics are atomic with the CPU's (MCA_BTL_ATOMIC_SUPPORTS_GLOB),
+ * meaning the CPU to serve it.  In a job across hosts it still asks us
+ * first (5.0's compare-and-swap with our patch, 4.1's atomics), and a
+ * refusal sends it to a copy-compare-copy under a lock that the other
+ * ranks' network swaps never take, so two ranks could win one spin lock.
+ * The CPU applies it here with atomic instructions, as the provider does
+ * at the target, and it completes on return as a same-host copy does.
  */
 static int apply_in_place(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                           const atomic_args_t *args, const uint64_t operands[2], bool fetch,
@@ -556,7 +551,7 @@ static int apply_in_place(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
     int rc;
 
     if (0 == (module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_GLOB)
-        || !endpoint_is_me(endpoint) || 0 != remote_address % size) {
+        || 0 != remote_address % size) {
         return OPAL_ERR_BAD_PARAM;
     }
     rc = apply(&req, &old);
@@ -570,7 +565,7 @@ static int apply_in_place(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
         memcpy(local_address, &old, sizeof(old));
     }
     mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_ATOMIC, 1);
-    mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_SELF_ATOMIC, 1);
+    mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_IN_PLACE_ATOMIC, 1);
     if (NULL != cbfunc) {
         cbfunc(&module->super, endpoint, local_address, local_handle, cbcontext, cbdata,
                OPAL_SUCCESS);

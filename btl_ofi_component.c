@@ -788,11 +788,12 @@ static const struct {
     [MCA_BTL_OFI_CNT_LOCAL_ATOMIC] = { "local_atomic_count",
                                        "Atomics to a same-host peer through the shm provider "
                                        "(btl_ofi_local_atomics), also counted in atomic_count" },
-    [MCA_BTL_OFI_CNT_SELF_ATOMIC] = { "self_atomic_count",
-                                      "Atomics on this process's own memory that osc/rdma "
-                                      "sends without a registration, applied in place with "
-                                      "the CPU's atomic instructions, also counted in "
-                                      "atomic_count" },
+    [MCA_BTL_OFI_CNT_IN_PLACE_ATOMIC] = { "in_place_atomic_count",
+                                          "Atomics at an address of this process (its own "
+                                          "window, its node's MPI_Win_allocate segment) that "
+                                          "osc/rdma sends without a registration, applied in "
+                                          "place with the CPU's atomic instructions, also "
+                                          "counted in atomic_count" },
     [MCA_BTL_OFI_CNT_MR_REG] = { "mr_count", "Memory regions registered with the provider" },
     [MCA_BTL_OFI_CNT_MR_DEREG] = { "mr_release_count",
                                    "Memory regions released (mr_count minus this: held now)" },

@@ -17,17 +17,21 @@
 const char *const btl_ofi_pvars_standard[BTL_OFI_PVARS_NUM_STANDARD] = {
     "put_count",   "put_bytes",   "get_count",        "get_bytes",          "atomic_count",
     "send_count",  "send_bytes",  "recv_count",       "recv_bytes",         "flush_count",
-    "retry_count", "error_count", "local_copy_count", "local_atomic_count", "self_atomic_count",
+    "retry_count", "error_count", "local_copy_count", "local_atomic_count", "in_place_atomic_count",
 };
 
 /* The counters btl_ofi_component.c registers (each also as nic_<name>). */
 static const char *const pvar_base_names[] = {
-    "put_count",       "put_bytes",    "get_count",        "get_bytes",        "atomic_count",
-    "send_count",      "send_bytes",   "recv_count",       "recv_bytes",       "flush_count",
-    "retry_count",     "error_count",  "mr_count",         "mr_release_count", "wake_sent_count",
-    "wake_recv_count", "look_count",   "look_timer_count", "look_woken_count", "step_in_count",
-    "expose_count",    "repost_count", "rail_down_count",  "local_copy_count", "local_atomic_count",
-    "look_late_count", "nudge_count",  "av_insert_count",  "av_remove_count",  "self_atomic_count",
+    "put_count",          "put_bytes",        "get_count",
+    "get_bytes",          "atomic_count",     "send_count",
+    "send_bytes",         "recv_count",       "recv_bytes",
+    "flush_count",        "retry_count",      "error_count",
+    "mr_count",           "mr_release_count", "wake_sent_count",
+    "wake_recv_count",    "look_count",       "look_timer_count",
+    "look_woken_count",   "step_in_count",    "expose_count",
+    "repost_count",       "rail_down_count",  "local_copy_count",
+    "local_atomic_count", "look_late_count",  "nudge_count",
+    "av_insert_count",    "av_remove_count",  "in_place_atomic_count",
 };
 #define NUM_BASE  ((int) (sizeof(pvar_base_names) / sizeof(pvar_base_names[0])))
 #define NUM_PVARS (2 * NUM_BASE) /* the global ones, then the nic_ ones */

@@ -635,6 +635,11 @@ if [ $rails_only = 0 ]; then
             # stalled for seconds in 6 of 48 launches with the 60 us gap
             run_suite 2 4 1 "$prov" rma_atomics p2p_mixed p2p_matching rma_flush_notify \
                 rma_busy_target rma_spin_lock
+            # the lock on an allocated window: rank 1 swaps on rank 0's
+            # memory in their node's segment, which osc/rdma hands us
+            # without a registration, beside the other host's network swaps
+            cur_np=4 cur_nics=1
+            run_mpi rma_spin_lock 4 2 1 "$prov" - -- "$BTL_OFI_BUILD/mpi/rma_spin_lock" -w allocate
             hosts_rma 2 4 "$prov"
             # uneven: two ranks on one host, one alone on the other (only
             # the pair opens a same-host shm module; every handle must still
