@@ -547,7 +547,7 @@ static int apply_in_place(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
         .dt = (uint8_t) args->dt,
     };
     size_t size = mca_btl_ofi_datatype_size(args->dt);
-    uint64_t old = 0;
+    uint64_t old = 0, result;
     int rc;
 
     if (0 == (module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_GLOB)
@@ -558,11 +558,10 @@ static int apply_in_place(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
-    if (fetch && 4 == size) {
-        uint32_t narrow = (uint32_t) old;
-        memcpy(local_address, &narrow, sizeof(narrow));
-    } else if (fetch) {
-        memcpy(local_address, &old, sizeof(old));
+    if (fetch) {
+        /* in the width the caller's buffer has, as comp_complete copies */
+        store_operand(&result, old, args->dt);
+        memcpy(local_address, &result, size);
     }
     mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_ATOMIC, 1);
     mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_IN_PLACE_ATOMIC, 1);
