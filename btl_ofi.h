@@ -209,21 +209,24 @@ typedef struct mca_btl_ofi_peer_addr_t {
 } mca_btl_ofi_peer_addr_t;
 
 /**
- * A lead with rails: the watch on rail 0 for one peer.  Rail 0 carries the
- * atomics, which cannot move to another NIC, so a rail 0 that goes silent
- * is probed and then given up (btl_ofi_rdma.c).
+ * A lead with rails: the watch on one rail for one peer.  A reset
+ * connection can leave operations on a rail neither completed nor failed
+ * until something is sent on it, so a rail that goes silent is probed;
+ * rail 0, which carries the atomics, is then given up (btl_ofi_rdma.c).
  */
-typedef struct mca_btl_ofi_rail0_watch_t {
-    /** operations in flight to the peer on rail 0: atomics, and rail 0's
-     * share of puts and gets */
+typedef struct mca_btl_ofi_rail_watch_t {
+    /** operations in flight to the peer on this rail: its share of puts
+     * and gets, and on rail 0 the atomics */
     opal_atomic_int64_t out;
-    int64_t seen_ns;         /**< when one was last posted, completed or probed for */
+    /** when one was last posted or completed, or a probe answered */
+    int64_t seen_ns;
+    int64_t probe_ns;        /**< when a probe was last posted or refused */
     uint64_t probe_raddr;    /**< where the last one went: the probe reads there */
-    uint64_t probe_rkey;     /**< its key */
+    uint64_t probe_rkey;     /**< its key on this rail */
     size_t probe_size;       /**< what the probe reads: at most the last one's size */
     volatile bool probe_out; /**< a probe is in flight */
-    bool lost;               /**< rail 0 given up for the atomics (reported once) */
-} mca_btl_ofi_rail0_watch_t;
+    bool lost;               /**< given up for the peer (reported once) */
+} mca_btl_ofi_rail_watch_t;
 
 /** The same peer on each rail of a lead module (docs/rails.md). */
 typedef struct mca_btl_ofi_peer_rails_t {
@@ -237,7 +240,9 @@ typedef struct mca_btl_ofi_peer_rails_t {
     /** when rail r began refusing every post to the peer, 0 while it takes
      * them (btl_ofi_rdma.c; races only shift the time) */
     int64_t refused_since[MCA_BTL_OFI_MAX_RAILS];
-    mca_btl_ofi_rail0_watch_t rail0; /**< whether rail 0 still answers */
+    /** whether each rail still answers, one per rail of the lead
+     * (attach_rails); NULL elsewhere, and where that allocation failed */
+    mca_btl_ofi_rail_watch_t *watch;
 } mca_btl_ofi_peer_rails_t;
 
 /** A peer on our own host: its puts and gets copied, its atomics on shm. */
@@ -337,7 +342,7 @@ typedef struct mca_btl_ofi_comp_t {
     opal_atomic_int32_t chunks_left;   /**< a whole operation: chunks not completed */
     int stripe_status;                 /**< a whole operation: first error of a chunk */
     bool movable;                      /**< a put or get piece: may go again on another rail */
-    bool watched;                      /**< counted in its lead endpoint's rail0_out */
+    bool watched;                      /**< counted in its lead endpoint's watch[rail] */
     bool is_put;                       /**< a piece: write (else read), to post it again */
     size_t size;                       /**< a chunk: bytes */
     uint64_t remote_address;           /**< a chunk: target address as osc/rdma gave it */
@@ -540,8 +545,8 @@ typedef struct mca_btl_ofi_module_t {
      * operations were awaited (btl_ofi_context.c); racy by design */
     int network_skips;
     /** called by the stall watch (btl_ofi_context.c) each time a wake-up
-     * is due: the lead with rails probes a silent rail 0 (btl_ofi_rdma.c);
-     * NULL elsewhere */
+     * is due: a lead with rails and its rails probe silent rails
+     * (btl_ofi_rdma.c); NULL elsewhere */
     void (*on_stall)(struct mca_btl_ofi_module_t *module, int64_t now);
     size_t stripe_min; /**< puts and gets from this size are split across rails; 0: never */
     /** what the layer above (ob1, through the bml) wants told of a peer
@@ -835,15 +840,17 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get_same_host(mca_btl_ofi_module_t *module,
                                                    void *cbcontext, void *cbdata);
 /** Post through @p post with bounded EAGAIN retries; on failure @p comp is returned. */
 int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg);
-/** Before posting an operation on rail 0 of a lead module with rails:
+/** Before posting an operation on rail @p r of a lead module with rails:
  * counts it in flight to the peer, with where it goes (@p raddr, @p rkey,
  * @p size) for a probe. */
-void mca_btl_ofi_rail0_watch(mca_btl_ofi_comp_t *comp, uint64_t raddr, uint64_t rkey, size_t size);
+void mca_btl_ofi_rail_watch(mca_btl_ofi_comp_t *comp, int r, uint64_t raddr, uint64_t rkey,
+                            size_t size);
 /** Such an operation completed, or its post failed. */
-void mca_btl_ofi_rail0_unwatch(mca_btl_ofi_endpoint_t *endpoint);
-/** From the stall watch of a lead with rails: a peer whose operations on
- * rail 0 have waited long without news gets a probe read there. */
-void mca_btl_ofi_probe_silent_rail0(mca_btl_ofi_module_t *module, int64_t now);
+void mca_btl_ofi_rail_unwatch(mca_btl_ofi_endpoint_t *endpoint, int r);
+/** From the stall watch of a lead with rails or of one of its rails: a
+ * peer whose operations on a rail have waited long without news gets a
+ * probe read there. */
+void mca_btl_ofi_probe_silent_rails(mca_btl_ofi_module_t *module, int64_t now);
 /** An atomic's post on a lead module with rails gave @p rc
  * (OPAL_ERR_UNREACH before posting where rail 0 is out of service for
  * the peer): what osc/rdma gets (btl_ofi_rdma.c). */

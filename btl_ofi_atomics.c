@@ -605,7 +605,8 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     args->rkey = remote_handle->rkey;
     args->address = remote_address;
     if (OPAL_UNLIKELY(module->num_rails > 1)) {
-        mca_btl_ofi_rail0_watch(comp, args->raddr, args->rkey, mca_btl_ofi_datatype_size(args->dt));
+        mca_btl_ofi_rail_watch(comp, 0, args->raddr, args->rkey,
+                               mca_btl_ofi_datatype_size(args->dt));
     }
     rc = mca_btl_ofi_post(comp, module->emulate_atomics ? post_emulated_atomic : post, args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
@@ -613,7 +614,7 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
     }
     if (OPAL_UNLIKELY(module->num_rails > 1)) {
         if (OPAL_SUCCESS != rc) {
-            mca_btl_ofi_rail0_unwatch(endpoint);
+            mca_btl_ofi_rail_unwatch(endpoint, 0);
         }
         rc = mca_btl_ofi_atomic_rail_check(module, endpoint, rc);
     }

@@ -41,12 +41,7 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->rails.up = 1;
     ep->rails.next = 0;
     memset(ep->rails.refused_since, 0, sizeof(ep->rails.refused_since));
-    ep->rails.rail0.out = 0;
-    ep->rails.rail0.seen_ns = 0;
-    ep->rails.rail0.probe_raddr = ep->rails.rail0.probe_rkey = 0;
-    ep->rails.rail0.probe_size = 0;
-    ep->rails.rail0.probe_out = false;
-    ep->rails.rail0.lost = false;
+    ep->rails.watch = NULL;
 
     ep->same_host.shared = false;
     ep->same_host.copy_pid = 0;
@@ -55,6 +50,8 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
 
 static void endpoint_destruct(mca_btl_ofi_endpoint_t *ep)
 {
+    free(ep->rails.watch);
+    ep->rails.watch = NULL;
     for (int r = 1; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
         if (NULL != ep->rails.ep[r]) {
             OBJ_RELEASE(ep->rails.ep[r]);
@@ -341,6 +338,12 @@ static mca_btl_ofi_endpoint_t *endpoint_of(mca_btl_ofi_module_t *module, opal_pr
  * rail the peer cannot be reached on stays out of service for it. */
 static void attach_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
+    endpoint->rails.watch = calloc(module->num_rails, sizeof(*endpoint->rails.watch));
+    if (NULL == endpoint->rails.watch) {
+        MCA_BTL_OFI_VERBOSE(1, "%s: no memory to watch its rails: rail 0 only",
+                            OPAL_NAME_PRINT(endpoint->proc->proc_name));
+        return;
+    }
     for (int r = 1; r < module->num_rails; ++r) {
         mca_btl_ofi_module_t *rail = module->rails[r];
         mca_btl_ofi_endpoint_t *peer;

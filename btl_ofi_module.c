@@ -724,13 +724,14 @@ void mca_btl_ofi_rails_setup(mca_btl_ofi_module_t *lead)
             ~(MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS
               | MCA_BTL_OFI_FLAGS_REMOTE_COMPLETION);
         c->modules[r]->lent = true;
+        c->modules[r]->on_stall = mca_btl_ofi_probe_silent_rails;
     }
     lead->num_rails = want < 1 ? 1 : want;
     lead->stripe_min = (size_t) c->stripe_min;
     lead->super.btl_registration_handle_size =
         MCA_BTL_OFI_HANDLE_SIZE(lead->num_rails + (same_host_slot_reserved(lead) ? 1 : 0));
     if (lead->num_rails > 1) {
-        lead->on_stall = mca_btl_ofi_probe_silent_rail0;
+        lead->on_stall = mca_btl_ofi_probe_silent_rails;
         MCA_BTL_OFI_VERBOSE(1, "one-sided traffic of %s on %d rails, split from %zu bytes",
                             lead->device_name, lead->num_rails, lead->stripe_min);
     }

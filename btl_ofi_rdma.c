@@ -89,7 +89,7 @@ static inline void endpoint_op_done(mca_btl_ofi_comp_t *comp)
 
 static bool take_over(mca_btl_ofi_comp_t *comp, int status);
 static void stripe_chunk_done(mca_btl_ofi_comp_t *stripe, int status);
-static void atomic_lost(mca_btl_ofi_comp_t *comp, int status);
+static void unmovable_failed(mca_btl_ofi_comp_t *comp, int status);
 
 /** comp->rail of an operation posted on the lead's same-host module */
 #define BTL_OFI_SAME_HOST_RAIL (-1)
@@ -110,7 +110,7 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
         return false;
     }
     if (OPAL_UNLIKELY(comp->watched)) {
-        mca_btl_ofi_rail0_unwatch(endpoint);
+        mca_btl_ofi_rail_unwatch(endpoint, comp->rail);
     }
     if (OPAL_UNLIKELY(OPAL_SUCCESS != status)
         && (module->num_rails > 1 || BTL_OFI_SAME_HOST_RAIL == comp->rail)) {
@@ -118,7 +118,7 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
             return true;
         }
         if (!comp->movable) {
-            atomic_lost(comp, status);
+            unmovable_failed(comp, status);
         }
     }
     if (OPAL_SUCCESS != status) {
@@ -446,15 +446,13 @@ static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
     args.desc = local_desc_on(p->local_handle, r);
     args.raddr = mca_btl_ofi_remote_addr(p->remote_handle, p->remote_address);
     args.rkey = (0 == r) ? p->remote_handle->rkey : p->remote_handle->rail_keys[r - 1];
-    if (0 == r) {
-        mca_btl_ofi_rail0_watch(comp, args.raddr, args.rkey, p->size);
-    }
+    mca_btl_ofi_rail_watch(comp, r, args.raddr, args.rkey, p->size);
     comp->bytes = p->size;
     rc = mca_btl_ofi_post(comp, p->is_put ? post_write : post_read, &args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
         count_rma(rail, p->is_put, p->size);
-    } else if (0 == r) {
-        mca_btl_ofi_rail0_unwatch(endpoint);
+    } else {
+        mca_btl_ofi_rail_unwatch(endpoint, r);
     }
     return rc;
 }
@@ -540,7 +538,9 @@ static void lose_atomic_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_
 {
     const char *peer = NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?";
 
-    endpoint->rails.rail0.lost = true; /* the stall watch has nothing left to find */
+    if (NULL != endpoint->rails.watch) {
+        endpoint->rails.watch[0].lost = true; /* the stall watch has nothing left to find */
+    }
     rail_down(module, endpoint, r, status);
     if (0 == endpoint->rails.up) {
         return; /* rail_down reported the peer lost */
@@ -569,10 +569,17 @@ static void same_host_atomic_lost(mca_btl_ofi_comp_t *comp, int status)
     }
 }
 
-static void atomic_lost(mca_btl_ofi_comp_t *comp, int status)
+/* An operation that cannot go on another rail failed: an atomic, or a
+ * probe.  Atomics use rail 0 only, so one elsewhere is a probe, and its
+ * failure costs only its rail. */
+static void unmovable_failed(mca_btl_ofi_comp_t *comp, int status)
 {
     if (BTL_OFI_SAME_HOST_RAIL == comp->rail) {
         same_host_atomic_lost(comp, status);
+        return;
+    }
+    if (comp->rail > 0) {
+        rail_down(comp->module, comp->endpoint, comp->rail, status);
         return;
     }
     lose_atomic_rail(comp->module, comp->endpoint, comp->rail, status);
@@ -669,7 +676,7 @@ static bool take_over(mca_btl_ofi_comp_t *comp, int status)
 
 /*
  * Atomics use the lead's rail 0 only, and one cannot go on another rail
- * (atomic_lost).  So where rail 0 is out of service for the peer, or has
+ * (unmovable_failed).  So where rail 0 is out of service for the peer, or has
  * refused every post to it for BTL_OFI_RAIL_REFUSAL_NS while another rail
  * serves it (a broken connection: osc/rdma would otherwise try again for
  * ever), the peer is lost to atomics, reported as for an atomic that
@@ -694,158 +701,242 @@ int mca_btl_ofi_atomic_rail_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
 }
 
 /*
- * A rail 0 that goes silent.  tcp;ofi_rxm 1.17 applies atomics in
- * software and waits for the target's answer; when the connection behind
- * rail 0 is reset after the request went out, neither side ever completes
- * or fails it, nor, more rarely, a put or get piece (the hosts lane's
- * rail_atomic_fail hung 2 runs in 5 on the atomic, and on a piece in 1 of
- * 12 once the atomic was probed), and osc/rdma waits for it for ever.  So
- * once a peer's operations on rail 0 have waited BTL_OFI_RAIL0_SILENCE_NS
- * without any of them completing, the stall watch posts one read there of
- * at most the last operation's size at its target: traffic on the
- * connection, so a broken one fails the read (then atomic_lost ends the
- * job with a message: rail 0 carries the atomics, which cannot move) or
- * refuses it (mca_btl_ofi_atomic_rail_check); on a healthy rail to a
- * target that merely computes it completes, and the next probe waits as
- * long again.  The read changes nothing at the target.  Only rail 0 is
- * watched: a piece lost on another rail cannot be handed back safely
- * (docs/rails.md, "a rail that goes silent").
+ * A rail that goes silent.  tcp;ofi_rxm 1.17 notices a reset connection
+ * only when it sends on it: an operation whose request went out before the
+ * reset waits for an answer that never comes, neither completed nor
+ * failed (the hosts lane's rail_atomic_fail hung 2 runs in 5 on an atomic,
+ * rail_failover 1 in 13 on a get piece of rail 1), and a flush waits for
+ * it for ever.  So once a peer's operations on a rail have waited
+ * BTL_OFI_RAIL_SILENCE_NS without any of them completing, the stall watch
+ * posts one read there of at most the last operation's size at its
+ * target: traffic on the connection, so a broken one fails the read and
+ * the provider fails what waited on it with it (a piece then goes again on
+ * another rail; on rail 0, which carries the atomics, the job ends with a
+ * message: unmovable_failed), or refuses it (rail 0:
+ * mca_btl_ofi_atomic_rail_check; another rail goes out of service once it
+ * refused for BTL_OFI_RAIL_REFUSAL_NS).  On a healthy rail to a target that
+ * merely computes the read completes, and the next probe waits as long
+ * again.  The read changes nothing at the target.
  */
-#define BTL_OFI_RAIL0_SILENCE_NS (2 * 1000000000LL)
+#define BTL_OFI_RAIL_SILENCE_NS (2 * 1000000000LL)
 
-void mca_btl_ofi_rail0_watch(mca_btl_ofi_comp_t *comp, uint64_t raddr, uint64_t rkey, size_t size)
+void mca_btl_ofi_rail_watch(mca_btl_ofi_comp_t *comp, int r, uint64_t raddr, uint64_t rkey,
+                            size_t size)
 {
-    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+    mca_btl_ofi_rail_watch_t *watch = comp->endpoint->rails.watch;
 
-    comp->watched = true;
-    endpoint->rails.rail0.probe_raddr = raddr;
-    endpoint->rails.rail0.probe_rkey = rkey;
-    endpoint->rails.rail0.probe_size = size < sizeof(uint64_t) ? size : sizeof(uint64_t);
-    if (0 == endpoint->rails.rail0.out) {
-        endpoint->rails.rail0.seen_ns = mca_btl_ofi_now_ns();
+    if (OPAL_UNLIKELY(NULL == watch)) {
+        return; /* attach_rails found no memory: rail 0 alone, unwatched */
     }
-    mca_btl_ofi_app_add64(&endpoint->rails.rail0.out, 1);
+    watch += r;
+    comp->watched = true;
+    watch->probe_raddr = raddr;
+    watch->probe_rkey = rkey;
+    watch->probe_size = size < sizeof(uint64_t) ? size : sizeof(uint64_t);
+    if (0 == watch->out) {
+        watch->seen_ns = mca_btl_ofi_now_ns();
+    }
+    mca_btl_ofi_app_add64(&watch->out, 1);
 }
 
-void mca_btl_ofi_rail0_unwatch(mca_btl_ofi_endpoint_t *endpoint)
+void mca_btl_ofi_rail_unwatch(mca_btl_ofi_endpoint_t *endpoint, int r)
 {
-    mca_btl_ofi_app_add64(&endpoint->rails.rail0.out, -1);
-    endpoint->rails.rail0.seen_ns = mca_btl_ofi_now_ns();
+    mca_btl_ofi_rail_watch_t *watch = endpoint->rails.watch;
+
+    if (OPAL_UNLIKELY(NULL == watch)) {
+        return;
+    }
+    watch += r;
+    mca_btl_ofi_app_add64(&watch->out, -1);
+    watch->seen_ns = mca_btl_ofi_now_ns();
 }
 
+/* The probe's rail travels as its callback context. */
 static void probe_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                        void *local_address, mca_btl_base_registration_handle_t *local_handle,
                        void *cbcontext, void *cbdata, int status)
 {
+    mca_btl_ofi_rail_watch_t *watch = &endpoint->rails.watch[(intptr_t) cbcontext];
+
     (void) btl;
     (void) local_address;
     (void) local_handle;
-    (void) cbcontext;
     (void) cbdata;
-    (void) status; /* a failure was reported by atomic_lost already */
-    endpoint->rails.rail0.probe_out = false;
-    endpoint->rails.rail0.seen_ns = mca_btl_ofi_now_ns();
+    watch->probe_out = false;
+    /* an answer shows the peer alive; a failure was handled by
+     * unmovable_failed, and whatever still waits there stays silent */
+    if (OPAL_SUCCESS == status) {
+        watch->seen_ns = mca_btl_ofi_now_ns();
+    }
 }
 
-static void post_probe(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+/* A probe that rail @p r refused: as an atomic refused there on rail 0,
+ * as a piece refused there elsewhere. */
+static void probe_refused(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
+                          int rc)
 {
+    if (0 == r) {
+        (void) mca_btl_ofi_atomic_rail_check(module, endpoint, rc);
+    } else if (OPAL_ERR_OUT_OF_RESOURCE != rc || rail_refuses_for_good(endpoint, r)) {
+        rail_down(module, endpoint, r, OPAL_ERR_OUT_OF_RESOURCE != rc ? rc : OPAL_ERR_UNREACH);
+    }
+}
+
+static void post_probe(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r)
+{
+    mca_btl_ofi_rail_watch_t *watch = &endpoint->rails.watch[r];
+    rma_args_t args = { .size = watch->probe_size };
     mca_btl_ofi_comp_t *comp;
-    rma_args_t args = { .size = endpoint->rails.rail0.probe_size };
     int rc;
 
-    comp = comp_get_on(module, mca_btl_ofi_thread_context(module), endpoint, NULL, NULL, probe_done,
-                       NULL, NULL);
+    comp = comp_get_on(module, mca_btl_ofi_thread_context(module->rails[r]), endpoint, NULL, NULL,
+                       probe_done, (void *) (intptr_t) r, NULL);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return;
     }
+    if (r > 0) {
+        comp->rail_endpoint = endpoint->rails.ep[r];
+        comp->addr = comp->rail_endpoint->addr.fi;
+    }
+    comp->rail = r;
     args.local = &comp->operands[2];
     args.desc = comp->operand_desc;
-    args.raddr = endpoint->rails.rail0.probe_raddr;
-    args.rkey = endpoint->rails.rail0.probe_rkey;
-    endpoint->rails.rail0.probe_out = true;
-    endpoint->rails.rail0.seen_ns = mca_btl_ofi_now_ns();
+    args.raddr = watch->probe_raddr;
+    args.rkey = watch->probe_rkey;
+    watch->probe_out = true;
+    watch->probe_ns = mca_btl_ofi_now_ns();
     rc = mca_btl_ofi_post(comp, post_read, &args);
     if (OPAL_SUCCESS != rc) {
-        endpoint->rails.rail0.probe_out = false;
-        (void) mca_btl_ofi_atomic_rail_check(module, endpoint, rc);
+        watch->probe_out = false;
+        probe_refused(module, endpoint, r, rc);
     } else {
         MCA_BTL_OFI_VERBOSE(10,
-                            "operations to %s waited %lld ms on rail 0 without news: probing it",
+                            "operations to %s waited %lld ms on rail %d without news: probing it",
                             OPAL_NAME_PRINT(endpoint->proc->proc_name),
-                            (long long) (BTL_OFI_RAIL0_SILENCE_NS / 1000000));
+                            (long long) (BTL_OFI_RAIL_SILENCE_NS / 1000000), r);
     }
 }
 
 /*
- * A probe that is itself neither answered nor failed: seen on
- * tcp;ofi_rxm 1.17 (1 run in 12 of rail_atomic_fail) on the side whose
- * connection the reset left looking healthy.  A target whose progress
- * thread is on answers a read within milliseconds even while it computes,
- * so one unanswered for BTL_OFI_PROBE_WAIT_NS means the rail is gone; the
- * wait is long because ranks that share CPUs have stalled for 25 s on a
- * TCP zero window here.  Where the thread is off, a target that computes
- * answers nothing until it calls MPI, which is legal: no verdict then.
+ * Operations on a rail that stay silent although it was probed: seen on
+ * tcp;ofi_rxm 1.17 (1 run in 12 of rail_atomic_fail, a probe itself
+ * unanswered) on the side whose connection the reset left looking healthy,
+ * and what a NIC or link that drops everything gives.  A target whose
+ * progress thread is on answers a read within milliseconds even while it
+ * computes, so operations silent for BTL_OFI_RAIL_LOST_NS mean the rail is
+ * gone; the wait is long because ranks that share CPUs have stalled for
+ * 25 s on a TCP zero window here.  Where the thread is off, a target that
+ * computes answers nothing until it calls MPI, which is legal: no verdict
+ * then.
  */
-#define BTL_OFI_PROBE_WAIT_NS (60 * 1000000000LL)
+#define BTL_OFI_RAIL_LOST_NS (60 * 1000000000LL)
 
-static bool probe_unanswered(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
+static bool silent_too_long(const mca_btl_ofi_rail_watch_t *watch, int64_t now)
 {
-    return endpoint->rails.rail0.probe_out
-           && now - endpoint->rails.rail0.seen_ns >= BTL_OFI_PROBE_WAIT_NS
+    return watch->out > 0 && now - watch->seen_ns >= BTL_OFI_RAIL_SILENCE_NS;
+}
+
+static bool silent_for_good(const mca_btl_ofi_rail_watch_t *watch, int64_t now)
+{
+    return now - watch->seen_ns >= BTL_OFI_RAIL_LOST_NS
            && MCA_BTL_OFI_PROGRESS_THREAD_OFF != mca_btl_ofi_component.progress_thread;
 }
 
-static bool silent_too_long(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
+/* What the stall watch does for a peer on a rail: nothing, probe it, or
+ * give it up for lost: its operations stayed silent although probed, or
+ * (rail 0) still wait on it although it failed.  A rail other than 0 that
+ * is out of service is still probed while pieces wait there: the probe is
+ * what makes the provider fail them. */
+typedef enum { RAIL_FINE, RAIL_PROBE, RAIL_LOST } rail_verdict_t;
+
+static rail_verdict_t rail_verdict(const mca_btl_ofi_endpoint_t *endpoint, int r, int64_t now)
 {
-    return endpoint->rails.rail0.out > 0
-           && now - endpoint->rails.rail0.seen_ns >= BTL_OFI_RAIL0_SILENCE_NS;
+    const mca_btl_ofi_rail_watch_t *watch = &endpoint->rails.watch[r];
+
+    if (watch->lost || !silent_too_long(watch, now)) {
+        return RAIL_FINE;
+    }
+    if ((0 == r && 0 == (endpoint->rails.up & 1)) || silent_for_good(watch, now)) {
+        return RAIL_LOST;
+    }
+    if (!watch->probe_out && now - watch->probe_ns >= BTL_OFI_RAIL_SILENCE_NS) {
+        return RAIL_PROBE;
+    }
+    return RAIL_FINE;
 }
 
-/* What the stall watch does for a peer: nothing, probe rail 0, or give
- * rail 0 up for lost: its probe went unanswered, or operations still wait
- * on it although it failed (out of service) a while ago. */
-typedef enum { RAIL0_FINE, RAIL0_PROBE, RAIL0_LOST } rail0_verdict_t;
-
-static rail0_verdict_t rail0_verdict(const mca_btl_ofi_endpoint_t *endpoint, int64_t now)
+/*
+ * Pieces wait on rail @p r (not 0) that the provider will neither complete
+ * nor fail.  libfabric cannot take an operation back, so they cannot go on
+ * another rail: a put could still land later over data written since, a
+ * get's bytes arrive after the buffer was handed back.  The layer above is
+ * told the peer is lost, as when no rail is left, instead of a flush that
+ * never returns.
+ */
+static void lose_silent_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r)
 {
-    if (endpoint->rails.rail0.lost || !silent_too_long(endpoint, now)) {
-        return RAIL0_FINE;
+    const char *peer = NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?";
+
+    endpoint->rails.watch[r].lost = true;
+    rail_down(module, endpoint, r, OPAL_ERR_TIMEOUT);
+    if (0 == endpoint->rails.up) {
+        return; /* rail_down reported the peer lost */
     }
-    if (0 == (endpoint->rails.up & 1)) {
-        return RAIL0_LOST;
+    opal_show_help("help-mpi-btl-ofi.txt", "rail silent", true, opal_process_info.nodename, peer,
+                   module->rails[r]->device_name);
+    if (NULL != module->error_cb) {
+        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
+                         "btl/ofi: operations to the peer wait on a NIC that went silent");
     }
-    if (!endpoint->rails.rail0.probe_out) {
-        return RAIL0_PROBE;
-    }
-    return probe_unanswered(endpoint, now) ? RAIL0_LOST : RAIL0_FINE;
 }
 
-void mca_btl_ofi_probe_silent_rail0(mca_btl_ofi_module_t *module, int64_t now)
+/* The first peer and rail of the lead that need the stall watch, retained. */
+static mca_btl_ofi_endpoint_t *find_silent_rail(mca_btl_ofi_module_t *lead, int64_t now, int *rail,
+                                                rail_verdict_t *verdict)
 {
-    mca_btl_ofi_endpoint_t *endpoint, *silent = NULL;
-    rail0_verdict_t verdict = RAIL0_FINE;
+    mca_btl_ofi_endpoint_t *endpoint;
 
-    /* as mca_btl_ofi_endpoints_wake_waited: a busy lock skips this round */
-    if (mca_btl_ofi_threaded() && 0 != opal_mutex_trylock(&module->lock)) {
-        return;
-    }
-    OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        verdict = rail0_verdict(endpoint, now);
-        if (RAIL0_FINE != verdict) {
-            silent = endpoint;
-            OBJ_RETAIN(silent);
-            break;
+    OPAL_LIST_FOREACH(endpoint, &lead->endpoints, mca_btl_ofi_endpoint_t) {
+        for (int r = 0; NULL != endpoint->rails.watch && r < lead->num_rails; ++r) {
+            *verdict = rail_verdict(endpoint, r, now);
+            if (RAIL_FINE != *verdict) {
+                *rail = r;
+                OBJ_RETAIN(endpoint);
+                return endpoint;
+            }
         }
     }
-    mca_btl_ofi_unlock(&module->lock);
+    return NULL;
+}
+
+void mca_btl_ofi_probe_silent_rails(mca_btl_ofi_module_t *module, int64_t now)
+{
+    /* a rail's own stall watch sees the pieces posted on it; the peers
+     * and their watches are the lead's */
+    mca_btl_ofi_module_t *lead = module->lent ? mca_btl_ofi_component.modules[0] : module;
+    mca_btl_ofi_endpoint_t *silent;
+    rail_verdict_t verdict = RAIL_FINE;
+    int r = 0;
+
+    if (lead->num_rails < 2) {
+        return; /* a rail closed early: no more rails */
+    }
+    /* as mca_btl_ofi_endpoints_wake_waited: a busy lock skips this round */
+    if (mca_btl_ofi_threaded() && 0 != opal_mutex_trylock(&lead->lock)) {
+        return;
+    }
+    silent = find_silent_rail(lead, now, &r, &verdict);
+    mca_btl_ofi_unlock(&lead->lock);
     if (NULL == silent) {
         return;
     }
     /* outside the lock: a lost rail calls the layer above */
-    if (RAIL0_LOST == verdict) {
-        lose_atomic_rail(module, silent, 0, OPAL_ERR_TIMEOUT);
+    if (RAIL_PROBE == verdict) {
+        post_probe(lead, silent, r);
+    } else if (0 == r) {
+        lose_atomic_rail(lead, silent, 0, OPAL_ERR_TIMEOUT);
     } else {
-        post_probe(module, silent);
+        lose_silent_rail(lead, silent, r);
     }
     OBJ_RELEASE(silent);
 }

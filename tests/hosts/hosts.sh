@@ -4,7 +4,7 @@
 # reach each other only over the namespaces' veths), started by PRRTE's
 # ssh launcher through contrib/netns-agent (contrib/mpirun --hosts N).
 #
-#   bash tests/hosts/hosts.sh [--quick] [--rails] [--provider P]... [--help]
+#   bash tests/hosts/hosts.sh [--quick] [--rails] [--dpm-repeat N] [--provider P]...
 #
 # One line per run:  PASS|FAIL|SKIP  hosts  TEST np=N hosts=H PROVIDER ...
 # then a summary; exit 1 if any run failed, else 0 (also when everything
@@ -45,9 +45,14 @@
 #             with 3 NICs, both rails of both hosts reset: the job ends with
 #             the [no rail left] error instead of hanging; rail 0 (the NIC of
 #             the atomics) reset under a loop with fetch-and-op: the job ends
-#             with the [atomic rail lost] error; 3 hosts with 3 NICs each,
-#             striped over 3 rails (first provider)
+#             with the [atomic rail lost] error; every packet on one NIC
+#             dropped: the job ends with the [rail silent] error; 3 hosts
+#             with 3 NICs each, striped over 3 rails (first provider)
 # --rails: only the rails cases.
+# --dpm-repeat N: only the dynamic-process cases across 2 hosts, each N
+# launches in a row: np 2 spawn, spawn_multiple, connect/accept and join,
+# np 4 all but join, on tcp;ofi_rxm, sockets, net and net;ofi_rxm unless
+# --provider (about 2.5 s a launch; not part of contrib/check).
 # --quick: one run per suite test on 2 hosts, tcp;ofi_rxm only, plus the
 # hosts_rma, provider and nics checks.
 #
@@ -72,12 +77,13 @@ BASE_ARGS=(--mca pml ob1 --mca btl "ofi,self" --mca osc rdma)
 # the two-sided pipeline limits of p2p_sizes make 64 MiB slow on two cores
 SUITE_ENV=(-x P2P_SIZES_MAX=4194304)
 
-quick=0 rails_only=0
+quick=0 rails_only=0 dpm_repeat=0
 providers=()
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=1 ;;
     --rails) rails_only=1 ;;
+    --dpm-repeat) dpm_repeat=${2:?--dpm-repeat needs a count}; shift ;;
     --provider) providers+=("${2:?--provider needs a name}"); shift ;;
     --provider=*) providers+=("${1#--provider=}") ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -313,20 +319,26 @@ check_rails_striped() {
     return 0
 }
 
-# reset_tcp_after SECS LOG HOST/DEV...: in the background, SECS from now,
-# every TCP packet in or out of each HOST's DEV is answered with a reset
-# (a packet filter inside that host); what it did goes to LOG.filter.  Sets
-# BREAKER to the background job.
-reset_tcp_after() {
+# What break_tcp_after does to each packet: answer it with a reset, or
+# (a NIC or link that died) drop it.
+BREAK_RESET=(-j REJECT --reject-with tcp-reset)
+BREAK_DROP=(-j DROP)
+break_rule=("${BREAK_RESET[@]}")
+
+# break_tcp_after SECS LOG HOST/DEV...: in the background, SECS from now,
+# every TCP packet in or out of each HOST's DEV meets break_rule (a packet
+# filter inside that host); what it did goes to LOG.filter.  Sets BREAKER
+# to the background job.
+break_tcp_after() {
     local secs=$1 log=$2 hd
     shift 2
     (
         sleep "$secs"
         for hd in "$@"; do
-            "$HOSTS" exec "${hd%/*}" iptables -A INPUT -i "${hd#*/}" -p tcp -j REJECT --reject-with tcp-reset
-            "$HOSTS" exec "${hd%/*}" iptables -A OUTPUT -o "${hd#*/}" -p tcp -j REJECT --reject-with tcp-reset
+            "$HOSTS" exec "${hd%/*}" iptables -A INPUT -i "${hd#*/}" -p tcp "${break_rule[@]}"
+            "$HOSTS" exec "${hd%/*}" iptables -A OUTPUT -o "${hd#*/}" -p tcp "${break_rule[@]}"
         done
-        echo "# $(date -Is) TCP reset from now on: $*"
+        echo "# $(date -Is) TCP ${break_rule[*]} from now on: $*"
     ) >>"$log.filter" 2>&1 &
     BREAKER=$!
 }
@@ -346,7 +358,7 @@ break_rails_run() {
     run_rc=0
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # BREAK is a list
-    reset_tcp_after 4 "$run_log" $breaks
+    break_tcp_after 4 "$run_log" $breaks
     echo "# $(date -Is) $name: one-sided on btl/ofi, ob1 and PRRTE on $keep, reset: $breaks" \
         >"$run_log"
     timeout -k 10 120 "$MPIRUN" --hosts 2 --nics "$nics" -np 2 --mca pml ob1 \
@@ -454,6 +466,21 @@ rail_atomic_fail() {
     check_ended_with "$label" 'An atomic operation (or an MPI window lock'
 }
 
+# A rail that dies silently: as rail_failover, but every TCP packet on
+# btlofi-h2's eth0 is dropped, so nothing ever completes or fails there.
+# Pieces in flight cannot be taken back (the old one could land later), so
+# the job must end with the "[rail silent]" message (after about 60 s),
+# not hang.
+rail_silent() {
+    local prov=$1 label="rail_silent np=2 hosts=2 $1  nics=2"
+    rail_fault_ok "$prov" "$label" || return 0
+    break_rule=("${BREAK_DROP[@]}")
+    break_rails_run "rail_silent-$prov" 2 100 --loop eth1 btlofi-h2/eth0 -- \
+        --mca btl_ofi_provider_include "$prov"
+    break_rule=("${BREAK_RESET[@]}")
+    check_ended_with "$label" 'Puts or gets to a peer have waited for a minute'
+}
+
 # A spawned child on the other host kills itself while the parents exchange
 # with it (tests/common/dpm_death.sh says what must follow), and no process
 # may stay in either host (tests/robustness's dpm-child does this on one node).
@@ -549,6 +576,28 @@ dpm_across() {
 
 cur_np=0 cur_nics=1
 declare -a nic_bytes_before
+
+# --dpm-repeat N: each dynamic-process pattern N launches in a row.
+dpm_repeated() {
+    local prov mode np launch
+    [ $providers_named = 1 ] || providers=("${DEFAULT_PROVIDERS[@]}" net "net;ofi_rxm")
+    for prov in "${providers[@]}"; do
+        for np in 2 4; do
+            for mode in spawn multiple accept join; do
+                [ $np = 2 ] || [ $mode != join ] || continue
+                for launch in $(seq 1 "$dpm_repeat"); do
+                    dpm_across "$np" "$prov" "$mode" -x "DPM_LAUNCH=$launch"
+                done
+            done
+        done
+    done
+}
+if [ "$dpm_repeat" -gt 0 ]; then
+    dpm_repeated
+    summary
+    [ $n_fail = 0 ]
+    exit
+fi
 
 # 0. the hosts are sealed: addresses only in 10.77.0.0/16, no route out (the
 # kernel answers "unreachable" without sending a packet), nothing of ours
@@ -731,6 +780,7 @@ run_mpi rails 3 3 3 "${providers[0]}" check_rails_striped --mca btl_ofi_max_nics
 rail_failover "tcp;ofi_rxm"
 rail_all_fail "tcp;ofi_rxm"
 rail_atomic_fail "tcp;ofi_rxm"
+rail_silent "tcp;ofi_rxm"
 
 summary
 [ $n_fail = 0 ]
