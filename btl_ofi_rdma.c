@@ -189,6 +189,27 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
     return comp;
 }
 
+/* A completion for rail @p r of the lead: from the rail's context, posted
+ * to the peer as the rail's module knows it. */
+static mca_btl_ofi_comp_t *
+comp_get_on_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
+                 void *local_address, mca_btl_base_registration_handle_t *local_handle,
+                 mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_comp_t *comp =
+        comp_get_on(module, mca_btl_ofi_thread_context(module->rails[r]), endpoint, local_address,
+                    local_handle, cbfunc, cbcontext, cbdata);
+
+    if (OPAL_LIKELY(NULL != comp)) {
+        if (r > 0) {
+            comp->rail_endpoint = endpoint->rails.ep[r];
+            comp->addr = comp->rail_endpoint->addr.fi;
+        }
+        comp->rail = r;
+    }
+    return comp;
+}
+
 mca_btl_ofi_comp_t *mca_btl_ofi_comp_get(mca_btl_ofi_module_t *module,
                                          mca_btl_ofi_endpoint_t *endpoint, void *local_address,
                                          mca_btl_base_registration_handle_t *local_handle,
@@ -394,9 +415,8 @@ typedef struct {
 } piece_t;
 
 /* The completion remembers the piece, so that a failure can move it. */
-static void comp_keep_piece(mca_btl_ofi_comp_t *comp, int r, const piece_t *p)
+static void comp_keep_piece(mca_btl_ofi_comp_t *comp, const piece_t *p)
 {
-    comp->rail = r;
     comp->movable = true;
     comp->stripe = p->stripe;
     comp->is_put = p->is_put;
@@ -433,16 +453,12 @@ static int post_piece(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
     mca_btl_ofi_comp_t *comp;
     int rc;
 
-    comp = comp_get_on(module, mca_btl_ofi_thread_context(rail), endpoint, p->local,
-                       p->local_handle, p->cbfunc, p->cbcontext, p->cbdata);
+    comp = comp_get_on_rail(module, endpoint, r, p->local, p->local_handle, p->cbfunc, p->cbcontext,
+                            p->cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (r > 0) {
-        comp->rail_endpoint = endpoint->rails.ep[r];
-        comp->addr = comp->rail_endpoint->addr.fi;
-    }
-    comp_keep_piece(comp, r, p);
+    comp_keep_piece(comp, p);
     args.desc = local_desc_on(p->local_handle, r);
     args.raddr = mca_btl_ofi_remote_addr(p->remote_handle, p->remote_address);
     args.rkey = (0 == r) ? p->remote_handle->rkey : p->remote_handle->rail_keys[r - 1];
@@ -526,30 +542,35 @@ static void rail_down(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
 }
 
 /*
- * An atomic failed on the lead's rail 0, the only rail atomics use.  It
- * cannot go again elsewhere: it may have been applied before the error,
- * and another NIC's endpoint applies atomics apart from this one's.
- * osc/rdma ignores the status of an atomic (its locks are atomics too), so
- * the layer above is told the peer is lost rather than the job going on
- * with a fetched value that may be wrong.
+ * Rail @p r is given up for the peer, for the whole job.  On rail 0 an
+ * atomic failed, or the rail stopped serving the peer: an atomic cannot go
+ * again elsewhere (it may have been applied before the error, and another
+ * NIC's endpoint applies atomics apart from this one's), and osc/rdma
+ * ignores an atomic's status (its locks are atomics too).  On another rail
+ * pieces wait that the provider will neither complete nor fail
+ * (rail_verdict).  Either way the layer above is told the peer is lost
+ * rather than the job going on with a wrong value or a flush that never
+ * returns.
  */
-static void lose_atomic_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
-                             int status)
+static void lose_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
+                      int status)
 {
     const char *peer = NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?";
 
     if (NULL != endpoint->rails.watch) {
-        endpoint->rails.watch[0].lost = true; /* the stall watch has nothing left to find */
+        endpoint->rails.watch[r].lost = true; /* the stall watch has nothing left to find */
     }
     rail_down(module, endpoint, r, status);
     if (0 == endpoint->rails.up) {
         return; /* rail_down reported the peer lost */
     }
-    opal_show_help("help-mpi-btl-ofi.txt", "atomic rail lost", true, opal_process_info.nodename,
-                   peer, opal_strerror(status), module->rails[r]->device_name);
+    opal_show_help("help-mpi-btl-ofi.txt", 0 == r ? "atomic rail lost" : "rail silent", true,
+                   opal_process_info.nodename, peer, opal_strerror(status),
+                   module->rails[r]->device_name);
     if (NULL != module->error_cb) {
         module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
-                         "btl/ofi: an atomic to the peer failed on its NIC");
+                         0 == r ? "btl/ofi: an atomic to the peer failed on its NIC"
+                                : "btl/ofi: operations to the peer wait on a NIC that went silent");
     }
 }
 
@@ -582,7 +603,7 @@ static void unmovable_failed(mca_btl_ofi_comp_t *comp, int status)
         rail_down(comp->module, comp->endpoint, comp->rail, status);
         return;
     }
-    lose_atomic_rail(comp->module, comp->endpoint, comp->rail, status);
+    lose_rail(comp->module, comp->endpoint, 0, status);
 }
 
 /*
@@ -608,13 +629,29 @@ static bool rail_refuses_for_good(mca_btl_ofi_endpoint_t *endpoint, int r)
     return now - endpoint->rails.refused_since[r] >= BTL_OFI_RAIL_REFUSAL_NS;
 }
 
+/* Rail @p r did not take a post to the peer (@p rc): it goes out of
+ * service where the post failed outright, or where it has refused every
+ * post for BTL_OFI_RAIL_REFUSAL_NS while another rail serves the peer (the
+ * last one is only ever busy: a target that computes with its progress
+ * thread off stops taking data until it calls MPI again).  True when it
+ * went. */
+static bool rail_post_failed(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r,
+                             int rc)
+{
+    if (OPAL_ERR_OUT_OF_RESOURCE != rc) {
+        rail_down(module, endpoint, r, rc);
+        return true;
+    }
+    if (0 != (endpoint->rails.up & ~(1 << r)) && rail_refuses_for_good(endpoint, r)) {
+        rail_down(module, endpoint, r, OPAL_ERR_UNREACH);
+        return true;
+    }
+    return false;
+}
+
 /*
  * Piece @p p on rail @p r, or on another rail in service where @p r does
- * not take it: a rail whose post fails outright, or that has refused every
- * post for BTL_OFI_RAIL_REFUSAL_NS while another serves the peer, goes out
- * of service for the peer (the last one is only ever busy: a target that
- * computes with its progress thread off stops taking data until it calls
- * MPI again).
+ * not take it (and may go out of service: rail_post_failed).
  * With @p must_post the piece is tried on the rails in service until one
  * takes it (a chunk whose siblings are in flight, a piece that failed: no
  * one above could post it again); otherwise OPAL_ERR_OUT_OF_RESOURCE once
@@ -634,11 +671,8 @@ static int post_piece_on_rails(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoin
             *moved = (r != first);
             return rc;
         }
-        if (OPAL_ERR_OUT_OF_RESOURCE != rc) {
-            rail_down(module, endpoint, r, rc);
-        } else if (0 != (endpoint->rails.up & ~(1 << r)) && rail_refuses_for_good(endpoint, r)) {
-            rail_down(module, endpoint, r, OPAL_ERR_UNREACH);
-        } else if (!must_post && ++refusals >= module->num_rails) {
+        if (!rail_post_failed(module, endpoint, r, rc) && !must_post
+            && ++refusals >= module->num_rails) {
             return rc;
         }
         r = next_rail_up(module, endpoint);
@@ -696,7 +730,7 @@ int mca_btl_ofi_atomic_rail_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
         && (OPAL_ERR_OUT_OF_RESOURCE != rc || !others_up || !rail_refuses_for_good(endpoint, 0))) {
         return rc;
     }
-    lose_atomic_rail(module, endpoint, 0, OPAL_ERR_UNREACH);
+    lose_rail(module, endpoint, 0, OPAL_ERR_UNREACH);
     return OPAL_ERR_UNREACH;
 }
 
@@ -777,8 +811,8 @@ static void probe_refused(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
 {
     if (0 == r) {
         (void) mca_btl_ofi_atomic_rail_check(module, endpoint, rc);
-    } else if (OPAL_ERR_OUT_OF_RESOURCE != rc || rail_refuses_for_good(endpoint, r)) {
-        rail_down(module, endpoint, r, OPAL_ERR_OUT_OF_RESOURCE != rc ? rc : OPAL_ERR_UNREACH);
+    } else {
+        (void) rail_post_failed(module, endpoint, r, rc);
     }
 }
 
@@ -789,16 +823,11 @@ static void post_probe(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *end
     mca_btl_ofi_comp_t *comp;
     int rc;
 
-    comp = comp_get_on(module, mca_btl_ofi_thread_context(module->rails[r]), endpoint, NULL, NULL,
-                       probe_done, (void *) (intptr_t) r, NULL);
+    comp =
+        comp_get_on_rail(module, endpoint, r, NULL, NULL, probe_done, (void *) (intptr_t) r, NULL);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return;
     }
-    if (r > 0) {
-        comp->rail_endpoint = endpoint->rails.ep[r];
-        comp->addr = comp->rail_endpoint->addr.fi;
-    }
-    comp->rail = r;
     args.local = &comp->operands[2];
     args.desc = comp->operand_desc;
     args.raddr = watch->probe_raddr;
@@ -846,7 +875,10 @@ static bool silent_for_good(const mca_btl_ofi_rail_watch_t *watch, int64_t now)
  * give it up for lost: its operations stayed silent although probed, or
  * (rail 0) still wait on it although it failed.  A rail other than 0 that
  * is out of service is still probed while pieces wait there: the probe is
- * what makes the provider fail them. */
+ * what makes the provider fail them.  Pieces silent for good cannot go on
+ * another rail either: libfabric cannot take an operation back, so a put
+ * could still land later over data written since, and a get's bytes after
+ * the buffer was handed back. */
 typedef enum { RAIL_FINE, RAIL_PROBE, RAIL_LOST } rail_verdict_t;
 
 static rail_verdict_t rail_verdict(const mca_btl_ofi_endpoint_t *endpoint, int r, int64_t now)
@@ -863,31 +895,6 @@ static rail_verdict_t rail_verdict(const mca_btl_ofi_endpoint_t *endpoint, int r
         return RAIL_PROBE;
     }
     return RAIL_FINE;
-}
-
-/*
- * Pieces wait on rail @p r (not 0) that the provider will neither complete
- * nor fail.  libfabric cannot take an operation back, so they cannot go on
- * another rail: a put could still land later over data written since, a
- * get's bytes arrive after the buffer was handed back.  The layer above is
- * told the peer is lost, as when no rail is left, instead of a flush that
- * never returns.
- */
-static void lose_silent_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, int r)
-{
-    const char *peer = NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?";
-
-    endpoint->rails.watch[r].lost = true;
-    rail_down(module, endpoint, r, OPAL_ERR_TIMEOUT);
-    if (0 == endpoint->rails.up) {
-        return; /* rail_down reported the peer lost */
-    }
-    opal_show_help("help-mpi-btl-ofi.txt", "rail silent", true, opal_process_info.nodename, peer,
-                   module->rails[r]->device_name);
-    if (NULL != module->error_cb) {
-        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
-                         "btl/ofi: operations to the peer wait on a NIC that went silent");
-    }
 }
 
 /* The first peer and rail of the lead that need the stall watch, retained. */
@@ -933,10 +940,8 @@ void mca_btl_ofi_probe_silent_rails(mca_btl_ofi_module_t *module, int64_t now)
     /* outside the lock: a lost rail calls the layer above */
     if (RAIL_PROBE == verdict) {
         post_probe(lead, silent, r);
-    } else if (0 == r) {
-        lose_atomic_rail(lead, silent, 0, OPAL_ERR_TIMEOUT);
     } else {
-        lose_silent_rail(lead, silent, r);
+        lose_rail(lead, silent, r, OPAL_ERR_TIMEOUT);
     }
     OBJ_RELEASE(silent);
 }

@@ -319,26 +319,22 @@ check_rails_striped() {
     return 0
 }
 
-# What break_tcp_after does to each packet: answer it with a reset, or
-# (a NIC or link that died) drop it.
-BREAK_RESET=(-j REJECT --reject-with tcp-reset)
-BREAK_DROP=(-j DROP)
-break_rule=("${BREAK_RESET[@]}")
-
 # break_tcp_after SECS LOG HOST/DEV...: in the background, SECS from now,
-# every TCP packet in or out of each HOST's DEV meets break_rule (a packet
-# filter inside that host); what it did goes to LOG.filter.  Sets BREAKER
+# every TCP packet in or out of each HOST's DEV is answered with a reset,
+# or with BREAK_WITH=drop (a NIC or link that died) dropped, by a packet
+# filter inside that host; what it did goes to LOG.filter.  Sets BREAKER
 # to the background job.
 break_tcp_after() {
-    local secs=$1 log=$2 hd
+    local secs=$1 log=$2 hd rule=(-j REJECT --reject-with tcp-reset)
     shift 2
+    [ "${BREAK_WITH:-reset}" = reset ] || rule=(-j DROP)
     (
         sleep "$secs"
         for hd in "$@"; do
-            "$HOSTS" exec "${hd%/*}" iptables -A INPUT -i "${hd#*/}" -p tcp "${break_rule[@]}"
-            "$HOSTS" exec "${hd%/*}" iptables -A OUTPUT -o "${hd#*/}" -p tcp "${break_rule[@]}"
+            "$HOSTS" exec "${hd%/*}" iptables -A INPUT -i "${hd#*/}" -p tcp "${rule[@]}"
+            "$HOSTS" exec "${hd%/*}" iptables -A OUTPUT -o "${hd#*/}" -p tcp "${rule[@]}"
         done
-        echo "# $(date -Is) TCP ${break_rule[*]} from now on: $*"
+        echo "# $(date -Is) TCP ${rule[*]} from now on: $*"
     ) >>"$log.filter" 2>&1 &
     BREAKER=$!
 }
@@ -346,8 +342,8 @@ break_tcp_after() {
 # break_rails_run NAME NICS SECONDS MODE KEEP BREAK -- MCA...: contrib/hosts
 # up 2 --nics NICS; a job of 2 ranks whose ob1 (btl/tcp) and PRRTE stay
 # on NIC KEEP runs hosts-rails MODE SECONDS while, 4 s in, every TCP
-# connection on each HOST/DEV of the space-separated BREAK is reset.  Sets
-# run_log, run_rc and run_took.
+# connection on each HOST/DEV of the space-separated BREAK is reset (dropped
+# with BREAK_WITH=drop).  Sets run_log, run_rc and run_took.
 break_rails_run() {
     local name=$1 nics=$2 secs=$3 mode=$4 keep=$5 breaks=$6 start
     shift 7
@@ -474,10 +470,8 @@ rail_atomic_fail() {
 rail_silent() {
     local prov=$1 label="rail_silent np=2 hosts=2 $1  nics=2"
     rail_fault_ok "$prov" "$label" || return 0
-    break_rule=("${BREAK_DROP[@]}")
-    break_rails_run "rail_silent-$prov" 2 100 --loop eth1 btlofi-h2/eth0 -- \
+    BREAK_WITH=drop break_rails_run "rail_silent-$prov" 2 100 --loop eth1 btlofi-h2/eth0 -- \
         --mca btl_ofi_provider_include "$prov"
-    break_rule=("${BREAK_RESET[@]}")
     check_ended_with "$label" 'Puts or gets to a peer have waited for a minute'
 }
 
