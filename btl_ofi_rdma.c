@@ -564,9 +564,15 @@ static void lose_rail(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endp
     if (0 == endpoint->rails.up) {
         return; /* rail_down reported the peer lost */
     }
-    opal_show_help("help-mpi-btl-ofi.txt", 0 == r ? "atomic rail lost" : "rail silent", true,
-                   opal_process_info.nodename, peer, opal_strerror(status),
-                   module->rails[r]->device_name);
+    /* literal topics, so that tests/params/help_topics.sh can match each
+     * with its text and arguments */
+    if (0 == r) {
+        opal_show_help("help-mpi-btl-ofi.txt", "atomic rail lost", true, opal_process_info.nodename,
+                       peer, opal_strerror(status), module->rails[r]->device_name);
+    } else {
+        opal_show_help("help-mpi-btl-ofi.txt", "rail silent", true, opal_process_info.nodename,
+                       peer, opal_strerror(status), module->rails[r]->device_name);
+    }
     if (NULL != module->error_cb) {
         module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc,
                          0 == r ? "btl/ofi: an atomic to the peer failed on its NIC"
