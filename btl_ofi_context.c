@@ -656,7 +656,8 @@ static int64_t module_outstanding_bytes(const mca_btl_ofi_module_t *module)
 /* Progress found nothing: if one-sided operations have waited a while
  * without any completion, their targets may be computing outside MPI, so
  * wake their progress threads (btl_ofi_progress.c).  The clock is read only
- * here, while the caller waits anyway.  A wait on a job that has ended
+ * here, while the caller waits anyway, and not on every pass: a few
+ * microseconds late is nothing against the wake-up's 100.  A wait on a job that has ended
  * abnormally would never end: its processes are reported lost here (and
  * those of a job that ended cleanly leave the address vectors). */
 static void watch_for_stall(mca_btl_ofi_module_t *module)
@@ -673,9 +674,13 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
         }
         return;
     }
+    if (!mca_btl_ofi_stall_read_due(&module->stall)) {
+        return;
+    }
     after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.progress_wake_us,
                                       module_outstanding_bytes(module));
     now = mca_btl_ofi_now_ns();
+    mca_btl_ofi_stall_clock_read(&module->stall, now);
     if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {
         (void) mca_btl_ofi_endpoints_wake_waited(module);
         if (NULL != module->on_stall) {

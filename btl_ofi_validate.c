@@ -458,6 +458,27 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
     return true;
 }
 
+bool mca_btl_ofi_stall_read_due(mca_btl_ofi_stall_watch_t *watch)
+{
+    return ++watch->passes > watch->per_read;
+}
+
+void mca_btl_ofi_stall_clock_read(mca_btl_ofi_stall_watch_t *watch, int64_t now)
+{
+    int64_t per_pass;
+
+    if (0 != watch->read_ns && now > watch->read_ns && watch->passes > 0) {
+        per_pass = (now - watch->read_ns) / watch->passes;
+        if (per_pass * MCA_BTL_OFI_STALL_READ_PASSES <= MCA_BTL_OFI_STALL_READ_NS) {
+            watch->per_read = MCA_BTL_OFI_STALL_READ_PASSES;
+        } else {
+            watch->per_read = (uint32_t) (MCA_BTL_OFI_STALL_READ_NS / per_pass);
+        }
+    }
+    watch->read_ns = now;
+    watch->passes = 0;
+}
+
 int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes)
 {
     if (wake_us <= 0) {

@@ -293,9 +293,30 @@ mca_btl_ofi_wake_route_t mca_btl_ofi_wake_route(uint32_t ip4, uint16_t port, boo
 
 /** The origin's watch over a wait without completions (all in ns). */
 typedef struct mca_btl_ofi_stall_watch_t {
-    int64_t since; /**< start of the wait, or of the gap after the last wake-up; 0: none */
-    int64_t gap;   /**< how long until the next wake-up is due */
+    int64_t since;     /**< start of the wait, or of the gap after the last wake-up; 0: none */
+    int64_t gap;       /**< how long until the next wake-up is due */
+    int64_t read_ns;   /**< when the clock was last read for it; 0: never */
+    uint32_t passes;   /**< empty progress passes since then */
+    uint32_t per_read; /**< empty passes between two reads of the clock; 0: every one */
 } mca_btl_ofi_stall_watch_t;
+
+/** About how often a waiting origin reads the clock, in ns: a wake-up is
+ * due after 100 us or more, and a pass that waits on shm takes well under
+ * a microsecond, so reading it on every pass cost 11 % of the time an
+ * origin spent waiting for its 8-byte fetch-and-op. */
+#define MCA_BTL_OFI_STALL_READ_NS 2000
+/** At most this many passes between two reads, whatever a pass took. */
+#define MCA_BTL_OFI_STALL_READ_PASSES 32
+
+/**
+ * Counts one progress pass that completed nothing; returns whether the
+ * stall watch should read the clock on this one (about every
+ * MCA_BTL_OFI_STALL_READ_NS).
+ */
+bool mca_btl_ofi_stall_read_due(mca_btl_ofi_stall_watch_t *watch);
+/** The clock read that mca_btl_ofi_stall_read_due asked for, at @p now:
+ * the passes since the last one say how many make the next interval. */
+void mca_btl_ofi_stall_clock_read(mca_btl_ofi_stall_watch_t *watch, int64_t now);
 
 /**
  * The origin's side: called when a progress call completed nothing

@@ -694,6 +694,42 @@ static void test_wake_due(void **state)
     assert_false(mca_btl_ofi_wake_due(&w, 10000000, 0, true));
 }
 
+static void test_stall_read_pacing(void **state)
+{
+    mca_btl_ofi_stall_watch_t w = { 0 };
+    int64_t t = 1000000;
+    int passes;
+    (void) state;
+
+    /* the first two passes read the clock: the second measures a pass */
+    assert_true(mca_btl_ofi_stall_read_due(&w));
+    mca_btl_ofi_stall_clock_read(&w, t);
+    assert_true(mca_btl_ofi_stall_read_due(&w));
+    /* passes of 500 ns: one read per 2 us, every 4 passes */
+    t += 500;
+    mca_btl_ofi_stall_clock_read(&w, t);
+    assert_int_equal(w.per_read, MCA_BTL_OFI_STALL_READ_NS / 500);
+    for (passes = 1; !mca_btl_ofi_stall_read_due(&w); ++passes) {
+    }
+    assert_int_equal(passes, MCA_BTL_OFI_STALL_READ_NS / 500 + 1);
+    /* fast passes: no more than MCA_BTL_OFI_STALL_READ_PASSES between reads */
+    t += passes * 10;
+    mca_btl_ofi_stall_clock_read(&w, t);
+    assert_int_equal(w.per_read, MCA_BTL_OFI_STALL_READ_PASSES);
+    /* a slow pass (a system call over many sockets): every pass reads */
+    for (passes = 1; !mca_btl_ofi_stall_read_due(&w); ++passes) {
+    }
+    t += (int64_t) passes * 100000;
+    mca_btl_ofi_stall_clock_read(&w, t);
+    assert_int_equal(w.per_read, 0);
+    assert_true(mca_btl_ofi_stall_read_due(&w));
+    /* a clock that did not move (or a read with no pass counted) keeps the
+     * pace and divides by nothing */
+    mca_btl_ofi_stall_clock_read(&w, t);
+    mca_btl_ofi_stall_clock_read(&w, t);
+    assert_int_equal(w.passes, 0);
+}
+
 static void test_wake_after(void **state)
 {
     (void) state;
@@ -947,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_copy_with),
         cmocka_unit_test(test_wake_route),
         cmocka_unit_test(test_wake_due),
+        cmocka_unit_test(test_stall_read_pacing),
         cmocka_unit_test(test_wake_after),
         cmocka_unit_test(test_look_after),
         cmocka_unit_test(test_modex_carries_wake_address),
