@@ -556,19 +556,27 @@ static int wait_with_timer(struct pollfd *fds, nfds_t nfds, int timeout_us)
     return rc;
 }
 
-/* Every wake-up takes a core from a rank that may be spinning in MPI: while
- * the application progresses everything itself the thread looks half as
- * often each time, up to MCA_BTL_OFI_IDLE_BACKOFF looks apart, and back to
- * every btl_ofi_progress_idle_us as soon as a context was left idle. */
+/* Every wake-up takes a core from a rank that may be spinning in MPI, and
+ * its partner waits meanwhile.  While the application progresses
+ * everything itself, a thread that peers can wake goes straight to
+ * MCA_BTL_OFI_IDLE_BACKOFF periods between looks: should the rank leave
+ * MPI, an origin that waits wakes the thread within
+ * btl_ofi_progress_wake_us (halving the interval instead cost an 8-byte
+ * put on shm a fifth of its time in the first milliseconds after a window
+ * appeared).  One that some peer cannot wake halves its rate each time.
+ * Either looks every btl_ofi_progress_idle_us again as soon as a context
+ * was left idle. */
 static int next_interval_us(int interval, bool stepped_in)
 {
-    int base = progress_thread.period_us;
+    int base = progress_thread.period_us, longest = base * MCA_BTL_OFI_IDLE_BACKOFF;
 
     if (stepped_in) {
         return base;
     }
-    return (interval < base * MCA_BTL_OFI_IDLE_BACKOFF / 2) ? interval * 2
-                                                            : base * MCA_BTL_OFI_IDLE_BACKOFF;
+    if (progress_thread.can_sleep) {
+        return longest;
+    }
+    return (interval < longest / 2) ? interval * 2 : longest;
 }
 
 static void drain_kicks(void)
