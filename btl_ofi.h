@@ -133,8 +133,9 @@ typedef enum {
     MCA_BTL_OFI_CNT_LOOK_LATE, /**< looks that began btl_ofi_progress_nudge_us past their timer */
     MCA_BTL_OFI_CNT_NUDGE,     /**< second timers that found the woken thread not yet run */
     MCA_BTL_OFI_CNT_AV_INSERT, /**< peers entered in the address vector */
-    MCA_BTL_OFI_CNT_AV_REMOVE, /**< peers of ended jobs removed from it */
+    MCA_BTL_OFI_CNT_AV_REMOVE, /**< peers that left (said so, or their job ended) removed from it */
     MCA_BTL_OFI_CNT_IN_PLACE_ATOMIC, /**< atomics on our own memory applied in place */
+    MCA_BTL_OFI_CNT_PEER_LEFT,       /**< peers of other jobs that said they leave */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -143,6 +144,7 @@ typedef enum {
     MCA_BTL_OFI_KIND_AM = 0,             /**< an active message for the layer above */
     MCA_BTL_OFI_KIND_ATOMIC_REQUEST = 1, /**< an atomic for the target to apply */
     MCA_BTL_OFI_KIND_ATOMIC_REPLY = 2,   /**< its answer */
+    MCA_BTL_OFI_KIND_LEAVING = 3,        /**< the sender leaves (del_procs at its MPI_Finalize) */
     MCA_BTL_OFI_KIND_MAX,
 } mca_btl_ofi_msg_kind_t;
 
@@ -199,6 +201,9 @@ typedef struct mca_btl_ofi_peer_addr_t {
      * sends (reported done at once) no longer wait in the provider for one;
      * set by the first completion, never cleared */
     volatile bool send_confirmed;
+    /** the peer, of another job, said it leaves: its entry goes at the
+     * next idle progress pass (btl_ofi_endpoint.c) */
+    bool departed;
     /** sockets: the TCP socket our provider connected to this peer still
      * needs its receive buffer widened (mca_btl_ofi_sockets_widen); set at
      * creation, cleared by the first post to the peer that succeeds (two
@@ -735,11 +740,25 @@ void mca_btl_ofi_peer_jobs_unwatch(void);
  * counts them) and how many progress has dealt with. */
 extern volatile int32_t mca_btl_ofi_jobs_ended;
 extern int32_t mca_btl_ofi_jobs_ended_seen;
-/** Deal with the jobs that ended since the last call: the processes of
- * one that ended abnormally are reported lost (an application thread's
- * progress, where the layer above may abort); those of one that ended
- * cleanly leave the address vectors. */
-void mca_btl_ofi_peer_jobs_ended(void);
+/** Peers of other jobs that said they leave (whichever thread read it
+ * counts them) and how many progress has dealt with. */
+extern volatile int32_t mca_btl_ofi_peers_left;
+extern int32_t mca_btl_ofi_peers_left_seen;
+/** The receiver of a LEAVING message: its sender's endpoints are departed. */
+void mca_btl_ofi_peer_leaving(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t *hdr,
+                              size_t len);
+/** Something for mca_btl_ofi_peers_gone() to do. */
+static inline bool mca_btl_ofi_peers_news(void)
+{
+    return mca_btl_ofi_jobs_ended != mca_btl_ofi_jobs_ended_seen
+           || mca_btl_ofi_peers_left != mca_btl_ofi_peers_left_seen;
+}
+/** Deal with the jobs that ended and the peers that left since the last
+ * call: the processes of a job that ended abnormally are reported lost (an
+ * application thread's progress, where the layer above may abort); those
+ * of one that ended cleanly, and peers that said they leave, leave the
+ * address vectors. */
+void mca_btl_ofi_peers_gone(void);
 
 /* ------------------------------------------------------------------ */
 /* btl_ofi_context.c: contexts, CQs, progress                          */
@@ -765,6 +784,9 @@ int mca_btl_ofi_progress(void);
 bool mca_btl_ofi_contexts_look(bool *busy, bool *sending);
 /** Progress every context of one module; returns the completions handed out. */
 int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module);
+/** Progress every context of one module as the progress thread does:
+ * nothing calls the layer above (what would is parked). */
+void mca_btl_ofi_module_serve(mca_btl_ofi_module_t *module);
 /**
  * Whether this pass may leave the lead's network CQ out: the lead awaits
  * nothing of its own and its same-host module does.
@@ -917,7 +939,8 @@ void mca_btl_ofi_frag_setup_module(mca_btl_ofi_module_t *module);
 /** A fragment for a message of our own of @p size payload bytes, or NULL. */
 mca_btl_ofi_frag_t *mca_btl_ofi_frag_alloc_internal(mca_btl_ofi_module_t *module,
                                                     mca_btl_ofi_endpoint_t *endpoint, size_t size);
-/** Send a message of our own; the fragment is ours again whatever happens. */
+/** Send a message of our own (injected unless its flags ask for the
+ * callback); the fragment is ours again whatever happens. */
 int mca_btl_ofi_frag_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag,
                                    mca_btl_ofi_msg_kind_t kind);
 

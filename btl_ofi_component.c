@@ -827,8 +827,12 @@ static const struct {
                                     "process met and module" },
     [MCA_BTL_OFI_CNT_AV_REMOVE] = { "av_remove_count",
                                     "Peers removed from the provider's address vector: those of "
-                                    "a connected job that ended cleanly (Open MPI 5); the others "
-                                    "stay until the module closes" },
+                                    "another job that said they leave (their MPI_Finalize) or "
+                                    "whose job ended cleanly (Open MPI 5); the others stay until "
+                                    "the module closes" },
+    [MCA_BTL_OFI_CNT_PEER_LEFT] = { "peer_left_count",
+                                    "Processes of another job (spawned, connected) that said they "
+                                    "leave, from their MPI_Finalize" },
 };
 
 static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)

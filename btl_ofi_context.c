@@ -664,8 +664,8 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
 {
     int64_t after, now;
 
-    if (OPAL_UNLIKELY(mca_btl_ofi_jobs_ended != mca_btl_ofi_jobs_ended_seen)) {
-        mca_btl_ofi_peer_jobs_ended();
+    if (OPAL_UNLIKELY(mca_btl_ofi_peers_news())) {
+        mca_btl_ofi_peers_gone();
     }
 
     if (mca_btl_ofi_component.progress_wake_us <= 0 || !module_has_outstanding(module)) {
@@ -704,6 +704,13 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
         module->stall.since = 0;
     }
     return events;
+}
+
+void mca_btl_ofi_module_serve(mca_btl_ofi_module_t *module)
+{
+    for (int i = 0; i < module->num_contexts; ++i) {
+        (void) progress_context(module->contexts + i, false);
+    }
 }
 
 /*

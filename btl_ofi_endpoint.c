@@ -29,6 +29,7 @@ static void endpoint_construct(mca_btl_ofi_endpoint_t *ep)
     ep->addr.fi = FI_ADDR_UNSPEC;
     ep->addr.reachable = false;
     ep->addr.send_confirmed = false;
+    ep->addr.departed = false;
     ep->addr.widen_socket = false;
     ep->addr.sock_name_len = 0;
 
@@ -421,6 +422,51 @@ int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
     return OPAL_SUCCESS;
 }
 
+/* ------------------------------------------------------------------ */
+/* Peers of other jobs that leave                                      */
+
+/*
+ * A process of a spawned or connected job that leaves tells its peers of
+ * other jobs itself: Open MPI 4.1's runtime announces no job's end, 5.0's
+ * comes only once the whole job has gone, and neither calls del_procs for
+ * another job's processes.  When the module closes (MPI_Finalize) it sends
+ * each such peer a LEAVING message (btl_ofi_module.c).  The receiver marks
+ * the endpoint departed; its address-vector entry goes at the next idle
+ * progress pass, as an ended job's do.
+ */
+volatile int32_t mca_btl_ofi_peers_left = 0;
+int32_t mca_btl_ofi_peers_left_seen = 0;
+
+static void mark_departed(mca_btl_ofi_endpoint_t *endpoint)
+{
+    if (NULL != endpoint && !endpoint->addr.departed) {
+        endpoint->addr.departed = true;
+        (void) opal_atomic_add_fetch_32((opal_atomic_int32_t *) &mca_btl_ofi_peers_left, 1);
+    }
+}
+
+/* On any thread that progresses: the same process on the lead's other
+ * rails and its same-host module leaves too. */
+void mca_btl_ofi_peer_leaving(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t *hdr,
+                              size_t len)
+{
+    opal_process_name_t name = { .jobid = hdr->src_jobid, .vpid = hdr->src_vpid };
+    mca_btl_ofi_endpoint_t *endpoint = NULL;
+
+    (void) len;
+    mca_btl_ofi_lock(&module->lock);
+    if (OPAL_SUCCESS
+        == opal_hash_table_get_value_uint64(&module->peers, name_key(name), (void **) &endpoint)) {
+        mark_departed(endpoint);
+        for (int r = 1; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
+            mark_departed(endpoint->rails.ep[r]);
+        }
+        mark_departed(endpoint->same_host.ep);
+        mca_btl_ofi_count(module, MCA_BTL_OFI_CNT_PEER_LEFT, 1);
+    }
+    mca_btl_ofi_unlock(&module->lock);
+}
+
 int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
                           mca_btl_base_endpoint_t **peers)
 {
@@ -587,9 +633,18 @@ static bool nothing_in_flight(void)
     return true;
 }
 
-/* The address-vector entries of @p jobid's processes in every module go;
- * the endpoints stay (ob1 still names them until MPI_Finalize), unreachable. */
-static void retire_job(opal_jobid_t jobid)
+static bool goes(const mca_btl_ofi_endpoint_t *endpoint, opal_jobid_t jobid, bool departed)
+{
+    if (FI_ADDR_NOTAVAIL == endpoint->addr.fi) {
+        return false; /* gone already */
+    }
+    return departed ? endpoint->addr.departed : endpoint->proc->proc_name.jobid == jobid;
+}
+
+/* The address-vector entries of @p jobid's processes (@p departed: of the
+ * peers that said they leave) in every module go; the endpoints stay (ob1
+ * still names them until MPI_Finalize), unreachable. */
+static void retire_endpoints(opal_jobid_t jobid, bool departed)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     uint64_t total = 0;
@@ -601,7 +656,7 @@ static void retire_job(opal_jobid_t jobid)
 
         mca_btl_ofi_lock(&module->lock);
         OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-            if (endpoint->proc->proc_name.jobid != jobid || FI_ADDR_NOTAVAIL == endpoint->addr.fi) {
+            if (!goes(endpoint, jobid, departed)) {
                 continue;
             }
             endpoint->addr.reachable = false;
@@ -617,8 +672,8 @@ static void retire_job(opal_jobid_t jobid)
         }
     }
     if (total > 0) {
-        MCA_BTL_OFI_VERBOSE(10, "job %s ended: %" PRIu64 " address-vector entries removed",
-                            OPAL_JOBID_PRINT(jobid), total);
+        MCA_BTL_OFI_VERBOSE(10, "%s: %" PRIu64 " address-vector entries removed",
+                            departed ? "peers that left" : OPAL_JOBID_PRINT(jobid), total);
     }
 }
 
@@ -657,17 +712,31 @@ static void retire_ended_jobs(int32_t ended)
     }
     for (int32_t k = oldest_kept(seen, ended); k != ended; ++k) {
         if (0 == ended_jobs[k % ENDED_JOBS].status) {
-            retire_job(ended_jobs[k % ENDED_JOBS].jobid);
+            retire_endpoints(ended_jobs[k % ENDED_JOBS].jobid, false);
         }
     }
 }
 
-void mca_btl_ofi_peer_jobs_ended(void)
+/* Behind the reports too, the same way: the peers that said they leave. */
+static void retire_departed(int32_t left)
+{
+    int32_t seen = mca_btl_ofi_peers_left_seen;
+
+    if (seen == left || !nothing_in_flight()
+        || !__atomic_compare_exchange_n(&mca_btl_ofi_peers_left_seen, &seen, left, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        return;
+    }
+    retire_endpoints(OPAL_JOBID_INVALID, true);
+}
+
+void mca_btl_ofi_peers_gone(void)
 {
     int32_t ended = __atomic_load_n(&mca_btl_ofi_jobs_ended, __ATOMIC_ACQUIRE);
 
     report_ended_jobs(ended);
     retire_ended_jobs(ended);
+    retire_departed(__atomic_load_n(&mca_btl_ofi_peers_left, __ATOMIC_ACQUIRE));
 }
 
 #if MCA_BTL_OFI_HAVE_JOB_END_EVENTS

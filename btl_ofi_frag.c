@@ -292,6 +292,7 @@ static void deliver_am(mca_btl_ofi_module_t *module, const mca_btl_ofi_am_hdr_t 
 
 mca_btl_ofi_msg_handler_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_KIND_MAX] = {
     [MCA_BTL_OFI_KIND_AM] = { deliver_am, true },
+    [MCA_BTL_OFI_KIND_LEAVING] = { mca_btl_ofi_peer_leaving, false },
 };
 
 static const mca_btl_ofi_msg_handler_t *handler_of(const mca_btl_ofi_frag_t *frag)
@@ -384,7 +385,8 @@ static bool send_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
     mca_btl_ofi_frag_t *frag = frag_of(hdr);
 
     (void) len;
-    if (!may_call_up && NULL != frag->base.des_cbfunc) {
+    /* the callbacks of our own kinds are ours: they run anywhere */
+    if (!may_call_up && NULL != frag->base.des_cbfunc && MCA_BTL_OFI_KIND_AM == frag->hdr->kind) {
         return false;
     }
     (void) mca_btl_ofi_add64(&frag->tx_context->sends_in_flight, -1);
@@ -746,7 +748,8 @@ mca_btl_ofi_frag_t *mca_btl_ofi_frag_alloc_internal(mca_btl_ofi_module_t *module
 int mca_btl_ofi_frag_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag,
                                    mca_btl_ofi_msg_kind_t kind)
 {
-    int rc = send_frag(module, frag, 0, kind, true);
+    bool may_inject = !(frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK);
+    int rc = send_frag(module, frag, 0, kind, may_inject);
 
     if (0 != rc) {
         frag_return(frag);

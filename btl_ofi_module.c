@@ -806,6 +806,78 @@ static void leave_rails(mca_btl_ofi_module_t *module)
     }
 }
 
+/*
+ * A closing module tells each peer of another job (spawned, connected)
+ * that this process leaves: nothing else tells it under Open MPI 4.1, and
+ * its address-vector entry for us would stay (btl_ofi_endpoint.c, "Peers
+ * of other jobs that leave").  A peer that left first never takes the
+ * message: the wait for the sends is bounded.  It serves, and does not
+ * progress: the layer above is closing.
+ */
+#define GOODBYE_WAIT_NS (100 * 1000 * 1000)
+
+static opal_atomic_int32_t goodbyes_in_flight = 0;
+
+/* Runs from any progress (the kind is ours, not the layer above's). */
+static void goodbye_sent(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                         mca_btl_base_descriptor_t *des, int status)
+{
+    (void) btl;
+    (void) endpoint;
+    (void) des;
+    (void) status; /* a peer that has gone first fails it: nothing to do */
+    (void) opal_atomic_add_fetch_32(&goodbyes_in_flight, -1);
+}
+
+static bool owed_goodbye(const mca_btl_ofi_endpoint_t *endpoint)
+{
+    return endpoint->proc->proc_name.jobid != OPAL_PROC_MY_NAME.jobid && endpoint->addr.reachable
+           && !endpoint->addr.departed;
+}
+
+static void send_goodbye(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    mca_btl_ofi_frag_t *frag = mca_btl_ofi_frag_alloc_internal(module, endpoint, 0);
+
+    if (NULL == frag) {
+        return;
+    }
+    /* sent, not injected: its completion says it left this process */
+    frag->base.des_cbfunc = goodbye_sent;
+    frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    (void) opal_atomic_add_fetch_32(&goodbyes_in_flight, 1);
+    if (0 != mca_btl_ofi_frag_send_internal(module, frag, MCA_BTL_OFI_KIND_LEAVING)) {
+        (void) opal_atomic_add_fetch_32(&goodbyes_in_flight, -1);
+    }
+}
+
+static void say_goodbye(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_endpoint_t *endpoint;
+    int64_t deadline;
+    int told = 0;
+
+    if (!module->two_sided) {
+        return;
+    }
+    /* nobody adds endpoints any more: the layer above is closing */
+    OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        if (owed_goodbye(endpoint)) {
+            send_goodbye(module, endpoint);
+            ++told;
+        }
+    }
+    if (0 == told) {
+        return;
+    }
+    deadline = mca_btl_ofi_now_ns() + GOODBYE_WAIT_NS;
+    while (goodbyes_in_flight > 0 && mca_btl_ofi_now_ns() < deadline) {
+        mca_btl_ofi_module_serve(module);
+    }
+    MCA_BTL_OFI_VERBOSE(10, "told %d peers of other jobs that we leave; %d sends unfinished", told,
+                        (int) goodbyes_in_flight);
+}
+
 int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
@@ -814,6 +886,7 @@ int mca_btl_ofi_module_finalize(mca_btl_base_module_t *btl)
 
     /* the thread walks every module: it stops before the first goes */
     mca_btl_ofi_progress_thread_stop();
+    say_goodbye(module);
     forget_module(module);
     close_steps(module, BTL_OFI_MODULE_STEPS);
     fi_freeinfo(module->info);

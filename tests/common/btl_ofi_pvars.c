@@ -32,6 +32,7 @@ static const char *const pvar_base_names[] = {
     "repost_count",       "rail_down_count",  "local_copy_count",
     "local_atomic_count", "look_late_count",  "nudge_count",
     "av_insert_count",    "av_remove_count",  "in_place_atomic_count",
+    "peer_left_count",
 };
 #define NUM_BASE  ((int) (sizeof(pvar_base_names) / sizeof(pvar_base_names[0])))
 #define NUM_PVARS (2 * NUM_BASE) /* the global ones, then the nic_ ones */

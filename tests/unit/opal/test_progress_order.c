@@ -42,11 +42,13 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
     return 0; /* no peers here: the fake CQ completes everything */
 }
 
-/* no connected job ends here */
+/* no connected job ends here, and no peer leaves */
 volatile int32_t mca_btl_ofi_jobs_ended = 0;
 int32_t mca_btl_ofi_jobs_ended_seen = 0;
+volatile int32_t mca_btl_ofi_peers_left = 0;
+int32_t mca_btl_ofi_peers_left_seen = 0;
 
-void mca_btl_ofi_peer_jobs_ended(void)
+void mca_btl_ofi_peers_gone(void)
 {
 }
 
