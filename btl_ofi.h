@@ -410,6 +410,9 @@ typedef struct mca_btl_ofi_event_t {
 #define MCA_BTL_OFI_FAILED_MAX       8   /**< operations one work-hook call may fail */
 /** The progress thread's looks are at most this many idle periods apart. */
 #define MCA_BTL_OFI_IDLE_BACKOFF 16
+/** The same for a thread every peer can wake: a look it does not need
+ * takes a core from a rank spinning in MPI. */
+#define MCA_BTL_OFI_WAKEABLE_BACKOFF 64
 
 /**
  * Work a context's owner wants done under the context lock before its CQ
