@@ -784,7 +784,7 @@ static void *progress_thread_main(void *arg)
      * pays for a few looks, not for a whole linger time of them */
     const int64_t send_linger_ns = (int64_t) SEND_WATCH_PERIODS * progress_thread.period_us * 1000;
     int64_t watch_began = last_traffic; /* the kick that began the send watch */
-    bool app_present = false, in_flight = false;
+    bool woken_for_nothing = false, in_flight = false;
 
     (void) arg;
     /* so that top -H, ps -L and perf name it */
@@ -811,14 +811,17 @@ static void *progress_thread_main(void *arg)
          * starting */
         plan.stale_sends = in_flight && !plan.sending;
         timeout_us = mca_btl_ofi_look_after_us(&plan);
-        /* The application was in every context at the last look: origins
-         * that wait on a rank which is communicating wake its thread for
-         * nothing, and each wake-up takes the rank's core.  The thread would
-         * not look within the gap anyway, so it does not listen then: a
-         * wake-up costs no context switch, and one that came meanwhile
-         * starts the look as soon as the gap is over, as before. */
+        /* The last look was woken and found the application in every
+         * context: origins that wait on a rank which is communicating (a
+         * competing load slows it) wake its thread for nothing, and each
+         * wake-up takes the rank's core.  The thread would not look within
+         * the gap anyway, so it does not listen then, and one that came
+         * meanwhile starts the look as soon as the gap is over.  Otherwise
+         * it listens at once: that costs no wake-up of its own, and a rank
+         * in MPI that nobody wakes (8-byte latency under a competing load)
+         * should see one context switch per look, not two. */
         cause = sleep_until_look(fds, timeout_us, c->progress_gap_us,
-                                 app_present ? c->progress_gap_us : 0, &wakeups);
+                                 woken_for_nothing ? c->progress_gap_us : 0, &wakeups);
         if (LOOK_STOP == cause) {
             break;
         }
@@ -843,7 +846,7 @@ static void *progress_thread_main(void *arg)
             last_traffic = now;
         }
         plan.interval_us = next_interval_us(plan.interval_us, stepped_in);
-        app_present = !stepped_in;
+        woken_for_nothing = LOOK_WOKEN == cause && !stepped_in;
     }
     return NULL;
 }
