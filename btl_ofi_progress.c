@@ -811,15 +811,13 @@ static void *progress_thread_main(void *arg)
          * starting */
         plan.stale_sends = in_flight && !plan.sending;
         timeout_us = mca_btl_ofi_look_after_us(&plan);
-        /* The last look was woken and found the application in every
-         * context: origins that wait on a rank which is communicating (a
-         * competing load slows it) wake its thread for nothing, and each
-         * wake-up takes the rank's core.  The thread would not look within
-         * the gap anyway, so it does not listen then, and one that came
-         * meanwhile starts the look as soon as the gap is over.  Otherwise
-         * it listens at once: that costs no wake-up of its own, and a rank
-         * in MPI that nobody wakes (8-byte latency under a competing load)
-         * should see one context switch per look, not two. */
+        /* A wake-up started the last look and the application was in every
+         * context: origins are waking a rank that is communicating (a
+         * competing load slows it), and the thread would not look within
+         * the gap anyway, so it hears only its timer until then.  Otherwise
+         * it listens at once: a second timed wait per look is one more point
+         * where a loaded core passes to another process (8-byte atomics on
+         * shm were 5-8 % slower). */
         cause = sleep_until_look(fds, timeout_us, c->progress_gap_us,
                                  woken_for_nothing ? c->progress_gap_us : 0, &wakeups);
         if (LOOK_STOP == cause) {
