@@ -48,6 +48,7 @@
 #include "opal_config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -139,7 +140,6 @@ static void release_context(mca_btl_ofi_context_t *context)
     context->deferred_size = 0;
     OBJ_DESTRUCT(&context->pending_sends);
     OBJ_DESTRUCT(&context->unposted_recvs);
-    OBJ_DESTRUCT(&context->lock);
 }
 
 /** How many contexts we can have; says so when the request is cut. */
@@ -275,7 +275,7 @@ int mca_btl_ofi_contexts_init(mca_btl_ofi_module_t *module)
     }
     for (int i = 0; i < n; ++i) {
         mca_btl_ofi_context_t *context = module->contexts + i;
-        OBJ_CONSTRUCT(&context->lock, opal_mutex_t);
+        context->lock = 0;
         OBJ_CONSTRUCT(&context->pending_sends, opal_list_t);
         OBJ_CONSTRUCT(&context->unposted_recvs, opal_list_t);
         context->index = i;
@@ -383,7 +383,22 @@ void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint)
 
 static inline bool context_trylock(mca_btl_ofi_context_t *context)
 {
-    return !mca_btl_ofi_threaded() || 0 == opal_mutex_trylock(&context->lock);
+    return mca_btl_ofi_ctx_trylock(&context->lock);
+}
+
+/* A holder keeps the lock for one CQ batch or one list operation; one that
+ * takes longer was most likely preempted, and spinning on would keep it
+ * off its core. */
+#define CTX_LOCK_SPINS 256
+
+void mca_btl_ofi_ctx_lock_wait(mca_btl_ofi_ctx_lock_t *lock)
+{
+    for (int spins = 0; !mca_btl_ofi_ctx_trylock(lock); ++spins) {
+        if (spins >= CTX_LOCK_SPINS) {
+            (void) sched_yield();
+            spins = 0;
+        }
+    }
 }
 
 static int error_status(const struct fi_cq_err_entry *err)
@@ -417,7 +432,7 @@ static int read_cq(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *out, int
     struct fi_cq_tagged_entry entries[MCA_BTL_OFI_CQ_BATCH_LIMIT];
     ssize_t n;
 
-    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    MCA_BTL_OFI_ASSERT_CTX_LOCKED(&context->lock);
     if (max > MCA_BTL_OFI_CQ_BATCH_LIMIT) {
         max = MCA_BTL_OFI_CQ_BATCH_LIMIT;
     }
@@ -444,7 +459,7 @@ static int take_parked(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *out,
 {
     int n = 0;
 
-    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    MCA_BTL_OFI_ASSERT_CTX_LOCKED(&context->lock);
     while (n < max && context->deferred_count > 0) {
         out[n++] = context->deferred[context->deferred_head];
         context->deferred_head = (context->deferred_head + 1) % context->deferred_size;
@@ -476,7 +491,7 @@ static bool grow_parked(mca_btl_ofi_context_t *context)
  * the rest are lost (and said so). */
 static int park(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *events, int n)
 {
-    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    MCA_BTL_OFI_ASSERT_CTX_LOCKED(&context->lock);
     for (int i = 0; i < n; ++i) {
         int slot;
         if (context->deferred_count == context->deferred_size && !grow_parked(context)) {
@@ -499,7 +514,7 @@ static int park(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *event
  * as park() does. */
 static int park_ahead(mca_btl_ofi_context_t *context, const mca_btl_ofi_event_t *events, int n)
 {
-    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    MCA_BTL_OFI_ASSERT_CTX_LOCKED(&context->lock);
     for (int i = n - 1; i >= 0; --i) {
         if (context->deferred_count == context->deferred_size && !grow_parked(context)) {
             MCA_BTL_OFI_VERBOSE(1, "context %d: no memory to park %d completions", context->index,
@@ -579,7 +594,7 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
         holding = !may_call_up && read > 0;
         context->thread_batch = holding;
     }
-    mca_btl_ofi_unlock(&context->lock);
+    mca_btl_ofi_ctx_unlock(&context->lock);
 
     for (int i = 0; i < n; ++i) {
         if (!events[i].hdr->complete(events[i].hdr, events[i].len, events[i].status, may_call_up)) {
@@ -587,7 +602,7 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
         }
     }
     if (kept > 0 || holding) {
-        mca_btl_ofi_lock(&context->lock);
+        mca_btl_ofi_ctx_lock(&context->lock);
         /* the CQ was read only once the ring was empty: what an application
          * thread keeps is the oldest there is; what the progress thread keeps
          * is newer than the ring, which it never takes from */
@@ -597,7 +612,7 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
             (void) park(context, events, kept);
         }
         context->thread_batch = false;
-        mca_btl_ofi_unlock(&context->lock);
+        mca_btl_ofi_ctx_unlock(&context->lock);
     }
     delivery_end(context);
     return n;
@@ -621,7 +636,7 @@ void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
     }
     if (context->thread_batch) {
         /* parked now, these would go ahead of the thread's older ones */
-        mca_btl_ofi_unlock(&context->lock);
+        mca_btl_ofi_ctx_unlock(&context->lock);
         return;
     }
     room = context->deferred_size - context->deferred_count;
@@ -630,7 +645,7 @@ void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
     }
     n = read_cq(context, events, room);
     park(context, events, n);
-    mca_btl_ofi_unlock(&context->lock);
+    mca_btl_ofi_ctx_unlock(&context->lock);
 }
 
 static bool module_has_outstanding(const mca_btl_ofi_module_t *module)

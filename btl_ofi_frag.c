@@ -355,18 +355,18 @@ static void repost_or_park(mca_btl_ofi_frag_t *frag)
     mca_btl_ofi_context_t *context = frag->context;
     int rc;
 
-    mca_btl_ofi_lock(&context->lock);
+    mca_btl_ofi_ctx_lock(&context->lock);
     rc = (0 == context->unposted_count) ? post_recv(context, frag) : OPAL_ERR_OUT_OF_RESOURCE;
     if (OPAL_SUCCESS != rc) {
         opal_list_append(&context->unposted_recvs, &frag->base.super.super);
         ++context->unposted_count;
     }
-    mca_btl_ofi_unlock(&context->lock);
+    mca_btl_ofi_ctx_unlock(&context->lock);
 }
 
 static void repost_receives(mca_btl_ofi_context_t *context)
 {
-    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    MCA_BTL_OFI_ASSERT_CTX_LOCKED(&context->lock);
     while (context->unposted_count > 0) {
         mca_btl_ofi_frag_t *frag =
             (mca_btl_ofi_frag_t *) opal_list_get_first(&context->unposted_recvs);
@@ -615,10 +615,10 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
         return OPAL_ERROR;
     }
     frag->post_errors = 0;
-    mca_btl_ofi_lock(&context->lock);
+    mca_btl_ofi_ctx_lock(&context->lock);
     opal_list_append(&context->pending_sends, &frag->base.super.super);
     ++context->pending_count;
-    mca_btl_ofi_unlock(&context->lock);
+    mca_btl_ofi_ctx_unlock(&context->lock);
     mca_btl_ofi_progress_sent();
     return 0;
 }
@@ -641,7 +641,7 @@ static int drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *fa
 {
     int nfailed = 0;
 
-    MCA_BTL_OFI_ASSERT_LOCKED(&context->lock);
+    MCA_BTL_OFI_ASSERT_CTX_LOCKED(&context->lock);
     while (context->pending_count > 0 && nfailed < max_failed && window_open(context, false)) {
         mca_btl_ofi_frag_t *frag =
             (mca_btl_ofi_frag_t *) opal_list_get_first(&context->pending_sends);

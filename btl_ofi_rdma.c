@@ -35,6 +35,22 @@
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_comp_t, opal_free_list_item_t, NULL, NULL);
 
+static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up);
+
+/* What an item keeps for its life: its context, its callback and its
+ * payload; comp_get_on fills in the rest for each operation. */
+static int comp_init(opal_free_list_item_t *item, void *arg)
+{
+    mca_btl_ofi_comp_t *comp = (mca_btl_ofi_comp_t *) item;
+
+    comp->context = arg;
+    comp->ctx.complete = comp_complete;
+    comp->operands = (uint64_t *) item->ptr;
+    comp->operand_desc =
+        (NULL != item->registration) ? ((mca_btl_ofi_reg_t *) item->registration)->desc : NULL;
+    return OPAL_SUCCESS;
+}
+
 /* The payload holds atomic operands and results, which the provider reads
  * and writes after the call returns; registered when the provider insists
  * on local registration. */
@@ -48,7 +64,7 @@ int mca_btl_ofi_rdma_context_init(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
                              OBJ_CLASS(mca_btl_ofi_comp_t), BTL_OFI_COMP_PAYLOAD, sizeof(uint64_t),
                              128, -1, 128, NULL,
                              module->mr_local ? MCA_RCACHE_ACCESS_LOCAL_WRITE : 0,
-                             module->mr_local ? module->rcache : NULL, NULL, NULL);
+                             module->mr_local ? module->rcache : NULL, comp_init, context);
     if (OPAL_SUCCESS != rc) {
         mca_btl_ofi_rdma_context_fini(context);
     }
@@ -94,6 +110,17 @@ static void unmovable_failed(mca_btl_ofi_comp_t *comp, int status);
 /** comp->rail of an operation posted on the lead's same-host module */
 #define BTL_OFI_SAME_HOST_RAIL (-1)
 
+/* An atomic's result is 4 or 8 bytes: copies of a size the compiler knows
+ * need no call */
+static inline void copy_result(void *to, const uint64_t *result, size_t size)
+{
+    if (8 == size) {
+        memcpy(to, result, 8);
+    } else {
+        memcpy(to, result, 4);
+    }
+}
+
 static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bool may_call_up)
 {
     mca_btl_ofi_comp_t *comp =
@@ -127,7 +154,7 @@ static bool comp_complete(mca_btl_ofi_ctx_hdr_t *hdr, size_t len, int status, bo
                                                    : "?");
     }
     if (OPAL_SUCCESS == status && comp->result_size > 0) {
-        memcpy(local_address, &comp->operands[2], comp->result_size);
+        copy_result(local_address, comp->operands + 2, comp->result_size);
     }
     mca_btl_ofi_comp_t *stripe = comp->stripe;
 
@@ -165,9 +192,7 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
     if (OPAL_UNLIKELY(NULL == comp)) {
         return NULL;
     }
-    comp->ctx.complete = comp_complete;
     comp->module = module;
-    comp->context = context;
     comp->endpoint = endpoint;
     comp->addr = endpoint->addr.fi;
     comp->rail_endpoint = NULL;
@@ -175,10 +200,6 @@ static mca_btl_ofi_comp_t *comp_get_on(mca_btl_ofi_module_t *module, mca_btl_ofi
     comp->stripe = NULL;
     comp->movable = false;
     comp->watched = false;
-    comp->operands = (uint64_t *) comp->super.ptr;
-    comp->operand_desc = (NULL != comp->super.registration)
-                             ? ((mca_btl_ofi_reg_t *) comp->super.registration)->desc
-                             : NULL;
     comp->result_size = 0;
     comp->bytes = 0;
     comp->local_address = local_address;
@@ -1234,6 +1255,9 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
             progress_rails(module);
         }
     }
-    opal_atomic_mb();
+    /* another application thread may have run the completions: what they
+     * stored (fetched values) must be seen by the caller, no more (a full
+     * fence here cost every flush tens of cycles) */
+    opal_atomic_rmb();
     return OPAL_SUCCESS;
 }
