@@ -381,11 +381,6 @@ void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint)
 /* ------------------------------------------------------------------ */
 /* Reading completions                                                 */
 
-static inline bool context_trylock(mca_btl_ofi_context_t *context)
-{
-    return mca_btl_ofi_ctx_trylock(&context->lock);
-}
-
 /* A holder keeps the lock for one CQ batch or one list operation; one that
  * takes longer was most likely preempted, and spinning on would keep it
  * off its core. */
@@ -575,7 +570,7 @@ static int progress_context(mca_btl_ofi_context_t *context, bool may_call_up)
     if (!delivery_begin(context)) {
         return -1; /* another thread is reading and delivering right now */
     }
-    if (!context_trylock(context)) {
+    if (!mca_btl_ofi_ctx_trylock(&context->lock)) {
         delivery_end(context); /* a posting path or a long provider call */
         return -1;
     }
@@ -631,7 +626,7 @@ void mca_btl_ofi_context_poll(mca_btl_ofi_context_t *context)
     int room, n;
 
     mca_btl_ofi_context_entered(context);
-    if (!context_trylock(context)) {
+    if (!mca_btl_ofi_ctx_trylock(&context->lock)) {
         return;
     }
     if (context->thread_batch) {
