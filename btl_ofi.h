@@ -614,6 +614,10 @@ typedef struct mca_btl_ofi_component_t {
      * init): what only the application touches (one-sided completion
      * objects and counts, delivery order) needs atomics only then */
     bool app_threads;
+    /** no progress thread and a provider that moves data only when called:
+     * between the application's calls nothing does, so a send is done for
+     * ob1 only when it left by inject or the provider completed it */
+    bool sends_need_caller;
     size_t max_send_size; /**< two-sided buffer size */
     int sockets_buf_sz;   /**< sockets: FI_SOCKETS_MAX_BUF_SZ in force (0: none) */
     /** modules open; written by init and module finalize, which Open MPI

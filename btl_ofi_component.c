@@ -622,6 +622,7 @@ static void start_progress_thread(void)
     if (!mca_btl_ofi_progress_thread_wanted(
             c->progress_thread, c->modules[0]->info->domain_attr->data_progress, &why)) {
         MCA_BTL_OFI_VERBOSE(1, "no progress thread: %s", why);
+        c->sends_need_caller = FI_PROGRESS_AUTO != c->modules[0]->info->domain_attr->data_progress;
         return;
     }
     /* the thread may come at any registration: the locks are real now */

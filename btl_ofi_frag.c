@@ -561,6 +561,17 @@ static inline bool window_open(mca_btl_ofi_context_t *context, bool inject)
     return true;
 }
 
+/* Until one send to the peer has completed, its connection may not exist,
+ * and an injected send would hide, as done, a message that waits for it:
+ * the progress thread watches only sends in flight. */
+static inline bool can_inject(const mca_btl_ofi_module_t *module, const mca_btl_ofi_frag_t *frag)
+{
+    size_t len = sizeof(mca_btl_ofi_am_hdr_t) + frag->segment.seg_len;
+
+    return module->send_inject && len <= module->inject_size && NULL != frag->endpoint
+           && frag->endpoint->addr.send_confirmed;
+}
+
 /**
  * Send a filled fragment.  When the provider's queue is full the fragment
  * waits in the context's pending list and goes out from progress: ob1 5.0
@@ -570,20 +581,15 @@ static inline bool window_open(mca_btl_ofi_context_t *context, bool inject)
  * complete, 0 when it is in flight or pending, an OPAL error otherwise.
  */
 static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca_btl_base_tag_t tag,
-                     mca_btl_ofi_msg_kind_t kind, bool may_inject)
+                     mca_btl_ofi_msg_kind_t kind, bool may_inject, bool may_queue)
 {
     mca_btl_ofi_context_t *context = mca_btl_ofi_thread_context(module);
-    size_t len = sizeof(mca_btl_ofi_am_hdr_t) + frag->segment.seg_len;
-    bool inject = may_inject && module->send_inject && len <= module->inject_size;
+    bool inject = may_inject && can_inject(module, frag);
     ssize_t rc = -FI_EAGAIN;
 
     if (OPAL_UNLIKELY(NULL == frag->endpoint || !frag->endpoint->addr.reachable)) {
         return OPAL_ERR_UNREACH;
     }
-    /* until one send to the peer has completed, its connection may not
-     * exist, and an injected send would hide, as done, a message that
-     * waits for it: the progress thread watches only sends in flight */
-    inject = inject && frag->endpoint->addr.send_confirmed;
     frag->hdr->src_jobid = OPAL_PROC_MY_NAME.jobid;
     frag->hdr->src_vpid = OPAL_PROC_MY_NAME.vpid;
     frag->hdr->tag = tag;
@@ -613,6 +619,9 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     if (-FI_EAGAIN != rc) {
         report_send_error(module, frag, rc);
         return OPAL_ERROR;
+    }
+    if (!may_queue) {
+        return OPAL_ERR_RESOURCE_BUSY;
     }
     frag->post_errors = 0;
     mca_btl_ofi_ctx_lock(&context->lock);
@@ -690,7 +699,7 @@ static int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t 
     int rc;
 
     frag->endpoint = endpoint;
-    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, may_inject);
+    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, may_inject, true);
     if (1 == rc && (des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)) {
         frag_return(frag);
     }
@@ -721,7 +730,15 @@ static int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t
                                      payload_size);
         frag->segment.seg_len = header_size + packed;
     }
-    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, true);
+    /* sendi's success completes the request: with nobody to move a posted
+     * send while the sender is away (a connect waits in PMIx_Connect right
+     * after one), the peer would wait for it; ob1's send waits for ours */
+    rc = OPAL_ERR_RESOURCE_BUSY;
+    if (!mca_btl_ofi_component.sends_need_caller
+        || can_inject((mca_btl_ofi_module_t *) btl, frag)) {
+        rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, true,
+                       !mca_btl_ofi_component.sends_need_caller);
+    }
     if (1 == rc) {
         frag_return(frag);
         return OPAL_SUCCESS;
@@ -749,7 +766,7 @@ int mca_btl_ofi_frag_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_fra
                                    mca_btl_ofi_msg_kind_t kind)
 {
     bool may_inject = !(frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK);
-    int rc = send_frag(module, frag, 0, kind, may_inject);
+    int rc = send_frag(module, frag, 0, kind, may_inject, true);
 
     if (0 != rc) {
         frag_return(frag);
