@@ -3,7 +3,8 @@
  * not there at MPI_Init, talks to them two-sided and one-sided, and parts
  * from them again.
  *
- * Usage: dpm [-m spawn|multiple|accept|join|die] [-n CHILDREN] [-c CYCLES] [-h HOST]
+ * Usage: dpm [-m spawn|multiple|accept|join|die|serve|reach] [-n CHILDREN] [-c CYCLES]
+ *            [-h HOST] [-p FILE]
  *   spawn     MPI_Comm_spawn of CHILDREN copies of this program (default)
  *   multiple  MPI_Comm_spawn_multiple: two commands, CHILDREN in all
  *   accept    spawned children meet the parents again through a port:
@@ -14,7 +15,11 @@
  *             at=<epoch seconds>") while the others exchange with it: the
  *             job must end (tests/robustness, dpm-death); a parent whose
  *             calls come back prints "SURVIVED" (exit 4)
+ *   serve     no children: MPI_Open_port, the port into FILE, MPI_Comm_accept
+ *   reach     no children: the port from FILE, MPI_Comm_connect to a job
+ *             started apart in the same runtime (tests/mpi/dvm_connect.sh)
  *   -h HOST   the children start on HOST (the "host" info key)
+ *   -p FILE   serve/reach: where the port name is passed
  *
  * Each cycle: the parents start the children, both sides build one
  * communicator over all of them, pass a token round it, exchange a
@@ -37,9 +42,11 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 
 #define TAG_TOKEN  71
@@ -48,14 +55,16 @@
 #define BULK_BYTES (1u << 20)
 #define WIN_BYTES  4096
 
-enum mode { MODE_SPAWN, MODE_MULTIPLE, MODE_ACCEPT, MODE_JOIN, MODE_DIE };
-static const char *const mode_names[] = { "spawn", "multiple", "accept", "join", "die" };
+enum mode { MODE_SPAWN, MODE_MULTIPLE, MODE_ACCEPT, MODE_JOIN, MODE_DIE, MODE_SERVE, MODE_REACH };
+static const char *const mode_names[] = { "spawn", "multiple", "accept", "join",
+                                          "die",   "serve",    "reach" };
 
 typedef struct {
     enum mode mode;
     int children;
     int cycles;
     const char *host;
+    const char *port_file;
 } options_t;
 
 static void parse_options(int argc, char **argv, options_t *o)
@@ -64,9 +73,10 @@ static void parse_options(int argc, char **argv, options_t *o)
     o->children = 2;
     o->cycles = 1;
     o->host = NULL;
+    o->port_file = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (0 == strcmp(argv[i], "-m")) {
-            for (int m = 0; m <= MODE_DIE; ++m) {
+            for (int m = 0; m <= MODE_REACH; ++m) {
                 if (0 == strcmp(argv[i + 1], mode_names[m])) {
                     o->mode = (enum mode) m;
                 }
@@ -77,6 +87,8 @@ static void parse_options(int argc, char **argv, options_t *o)
             o->cycles = atoi(argv[i + 1]);
         } else if (0 == strcmp(argv[i], "-h")) {
             o->host = argv[i + 1];
+        } else if (0 == strcmp(argv[i], "-p")) {
+            o->port_file = argv[i + 1];
         }
     }
 }
@@ -528,13 +540,12 @@ static void die_among(MPI_Comm all, int is_child)
     exit(4);
 }
 
-static void run_cycle(MPI_Comm inter, enum mode mode, int is_child, int cycle)
+/* Both sides of MET (an intercommunicator) talk over the merged one, then
+ * part. */
+static void talk_across(MPI_Comm met, enum mode mode, int is_child, int cycle)
 {
-    MPI_Comm met = meet(inter, mode, is_child), all;
+    MPI_Comm all;
 
-    if (MPI_COMM_NULL == met) {
-        return; /* join: not one of the two */
-    }
     MPI_Comm_set_errhandler(met, MPI_ERRORS_RETURN);
     TC_MPI(MPI_Intercomm_merge(met, is_child, &all));
     MPI_Comm_set_errhandler(all, MPI_ERRORS_RETURN);
@@ -545,6 +556,76 @@ static void run_cycle(MPI_Comm inter, enum mode mode, int is_child, int cycle)
     report_other_side(all, is_child);
     TC_MPI(MPI_Comm_free(&all));
     TC_MPI(MPI_Comm_disconnect(&met));
+}
+
+static void run_cycle(MPI_Comm inter, enum mode mode, int is_child, int cycle)
+{
+    MPI_Comm met = meet(inter, mode, is_child);
+
+    if (MPI_COMM_NULL != met) { /* join: only two take part */
+        talk_across(met, mode, is_child, cycle);
+    }
+}
+
+/* serve/reach: two jobs that did not start each other meet through a port
+ * the first one writes into a file */
+static void publish_port(const char *file, const char *port)
+{
+    char tmp[PATH_MAX];
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+    f = fopen(tmp, "w");
+    TC_CHECK(NULL != f && fputs(port, f) >= 0 && 0 == fclose(f) && 0 == rename(tmp, file),
+             "cannot write the port to %s", file);
+}
+
+static void read_port(const char *file, char *port)
+{
+    for (int tries = 0; tries < 6000; ++tries) {
+        FILE *f = fopen(file, "r");
+
+        if (NULL != f) {
+            bool got = NULL != fgets(port, MPI_MAX_PORT_NAME, f);
+
+            fclose(f);
+            if (got) {
+                return;
+            }
+        }
+        usleep(10000);
+    }
+    TC_CHECK(false, "no port in %s after 60 s", file);
+}
+
+static void meet_other_job(const options_t *o)
+{
+    char port[MPI_MAX_PORT_NAME] = "";
+    int serve = MODE_SERVE == o->mode;
+    MPI_Comm met;
+
+    TC_CHECK(NULL != o->port_file, "-m %s needs -p FILE", mode_names[o->mode]);
+    if (NULL == o->port_file) {
+        return;
+    }
+    if (0 == tc_rank) {
+        if (serve) {
+            TC_MPI(MPI_Open_port(MPI_INFO_NULL, port));
+            publish_port(o->port_file, port);
+        } else {
+            read_port(o->port_file, port);
+        }
+    }
+    if (serve) {
+        TC_MPI(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &met));
+    } else {
+        TC_MPI(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &met));
+    }
+    talk_across(met, o->mode, !serve, 1);
+    if (serve && 0 == tc_rank) {
+        TC_MPI(MPI_Close_port(port));
+        unlink(o->port_file);
+    }
 }
 
 static MPI_Comm start_children(const options_t *o, char *self, int cycle)
@@ -615,6 +696,12 @@ int main(int argc, char **argv)
 
         MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
         run_cycle(parent, o.mode, 1, cycle);
+        tc_expect_pvars(TC_PVAR_SUM, "send_count put_count");
+        return tc_finish();
+    }
+    if (MODE_SERVE == o.mode || MODE_REACH == o.mode) {
+        tc_phase("%s through %s", mode_names[o.mode], o.port_file ? o.port_file : "(no file)");
+        meet_other_job(&o);
         tc_expect_pvars(TC_PVAR_SUM, "send_count put_count");
         return tc_finish();
     }
