@@ -577,8 +577,10 @@ static inline bool can_inject(const mca_btl_ofi_module_t *module, const mca_btl_
  * waits in the context's pending list and goes out from progress: ob1 5.0
  * cannot retry every control message it hands us (a refused ACK comes back
  * from its pending list with a wrong length), so a send we accept is never
- * refused later.  Returns 1 when the fragment went out by inject and is
- * complete, 0 when it is in flight or pending, an OPAL error otherwise.
+ * refused later; unless MAY_QUEUE is false (sendi with nobody else to
+ * progress): then a refusal comes back as OPAL_ERR_RESOURCE_BUSY.  Returns 1
+ * when the fragment went out by inject and is complete, 0 when it is in
+ * flight or pending, an OPAL error otherwise.
  */
 static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca_btl_base_tag_t tag,
                      mca_btl_ofi_msg_kind_t kind, bool may_inject, bool may_queue)
