@@ -577,13 +577,14 @@ static inline bool can_inject(const mca_btl_ofi_module_t *module, const mca_btl_
  * waits in the context's pending list and goes out from progress: ob1 5.0
  * cannot retry every control message it hands us (a refused ACK comes back
  * from its pending list with a wrong length), so a send we accept is never
- * refused later; unless MAY_QUEUE is false (sendi with nobody else to
- * progress): then a refusal comes back as OPAL_ERR_RESOURCE_BUSY.  Returns 1
- * when the fragment went out by inject and is complete, 0 when it is in
- * flight or pending, an OPAL error otherwise.
+ * refused later.  With INJECT_ONLY (sendi with nobody else to progress) a
+ * fragment that cannot go out by inject now is not posted or queued: it
+ * comes back OPAL_ERR_RESOURCE_BUSY.  Returns 1 when the fragment went out
+ * by inject and is complete, 0 when it is in flight or pending, an OPAL
+ * error otherwise.
  */
 static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca_btl_base_tag_t tag,
-                     mca_btl_ofi_msg_kind_t kind, bool may_inject, bool may_queue)
+                     mca_btl_ofi_msg_kind_t kind, bool may_inject, bool inject_only)
 {
     mca_btl_ofi_context_t *context = mca_btl_ofi_thread_context(module);
     bool inject = may_inject && can_inject(module, frag);
@@ -591,6 +592,9 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
 
     if (OPAL_UNLIKELY(NULL == frag->endpoint || !frag->endpoint->addr.reachable)) {
         return OPAL_ERR_UNREACH;
+    }
+    if (inject_only && !inject) {
+        return OPAL_ERR_RESOURCE_BUSY;
     }
     frag->hdr->src_jobid = OPAL_PROC_MY_NAME.jobid;
     frag->hdr->src_vpid = OPAL_PROC_MY_NAME.vpid;
@@ -622,7 +626,7 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
         report_send_error(module, frag, rc);
         return OPAL_ERROR;
     }
-    if (!may_queue) {
+    if (inject_only) {
         return OPAL_ERR_RESOURCE_BUSY;
     }
     frag->post_errors = 0;
@@ -701,7 +705,7 @@ static int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t 
     int rc;
 
     frag->endpoint = endpoint;
-    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, may_inject, true);
+    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, may_inject, false);
     if (1 == rc && (des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)) {
         frag_return(frag);
     }
@@ -735,12 +739,8 @@ static int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t
     /* sendi's success completes the request: with nobody to move a posted
      * send while the sender is away (a connect waits in PMIx_Connect right
      * after one), the peer would wait for it; ob1's send waits for ours */
-    rc = OPAL_ERR_RESOURCE_BUSY;
-    if (!mca_btl_ofi_component.sends_need_caller
-        || can_inject((mca_btl_ofi_module_t *) btl, frag)) {
-        rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, true,
-                       !mca_btl_ofi_component.sends_need_caller);
-    }
+    rc = send_frag((mca_btl_ofi_module_t *) btl, frag, tag, MCA_BTL_OFI_KIND_AM, true,
+                   mca_btl_ofi_component.sends_need_caller);
     if (1 == rc) {
         frag_return(frag);
         return OPAL_SUCCESS;
@@ -768,7 +768,7 @@ int mca_btl_ofi_frag_send_internal(mca_btl_ofi_module_t *module, mca_btl_ofi_fra
                                    mca_btl_ofi_msg_kind_t kind)
 {
     bool may_inject = !(frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK);
-    int rc = send_frag(module, frag, 0, kind, may_inject, true);
+    int rc = send_frag(module, frag, 0, kind, may_inject, false);
 
     if (0 != rc) {
         frag_return(frag);

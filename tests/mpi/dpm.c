@@ -450,6 +450,23 @@ static int join_socket(MPI_Comm inter, int is_child, int rank)
     return fd;
 }
 
+/* Every rank of MPI_COMM_WORLD accepts on PORT (rank 0's; it closes the
+ * port after) or connects to it. */
+static MPI_Comm meet_at_port(char *port, int accept)
+{
+    MPI_Comm met;
+
+    if (accept) {
+        TC_MPI(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &met));
+        if (0 == tc_rank) {
+            TC_MPI(MPI_Close_port(port));
+        }
+    } else {
+        TC_MPI(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &met));
+    }
+    return met;
+}
+
 /* From the spawn intercommunicator to the one the mode tests; the spawn
  * one is then disconnected, unless it is the one. */
 static MPI_Comm meet(MPI_Comm inter, enum mode mode, int is_child)
@@ -467,14 +484,7 @@ static MPI_Comm meet(MPI_Comm inter, enum mode mode, int is_child)
             TC_MPI(
                 MPI_Recv(port, MPI_MAX_PORT_NAME, MPI_CHAR, 0, TAG_PORT, inter, MPI_STATUS_IGNORE));
         }
-        if (is_child) {
-            TC_MPI(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &met));
-        } else {
-            TC_MPI(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &met));
-            if (0 == rank) {
-                TC_MPI(MPI_Close_port(port));
-            }
-        }
+        met = meet_at_port(port, !is_child);
     } else if (MODE_JOIN == mode) {
         int fd = join_socket(inter, is_child, rank);
 
@@ -602,7 +612,6 @@ static void meet_other_job(const options_t *o)
 {
     char port[MPI_MAX_PORT_NAME] = "";
     int serve = MODE_SERVE == o->mode;
-    MPI_Comm met;
 
     TC_CHECK(NULL != o->port_file, "-m %s needs -p FILE", mode_names[o->mode]);
     if (NULL == o->port_file) {
@@ -616,14 +625,8 @@ static void meet_other_job(const options_t *o)
             read_port(o->port_file, port);
         }
     }
-    if (serve) {
-        TC_MPI(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &met));
-    } else {
-        TC_MPI(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &met));
-    }
-    talk_across(met, o->mode, !serve, 1);
+    talk_across(meet_at_port(port, serve), o->mode, !serve, 1);
     if (serve && 0 == tc_rank) {
-        TC_MPI(MPI_Close_port(port));
         unlink(o->port_file);
     }
 }
