@@ -629,6 +629,8 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     if (inject_only) {
         return OPAL_ERR_RESOURCE_BUSY;
     }
+    /* counted when accepted: ob1 may report the send done before it leaves */
+    count_sent(module, frag);
     frag->post_errors = 0;
     mca_btl_ofi_ctx_lock(&context->lock);
     opal_list_append(&context->pending_sends, &frag->base.super.super);
@@ -664,7 +666,6 @@ static int drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *fa
 
         if (0 == rc) {
             pending_pop(context);
-            count_sent(frag->module, frag);
             mca_btl_ofi_sockets_posted(frag->endpoint);
             continue;
         }
