@@ -653,12 +653,14 @@ static bool module_has_outstanding(const mca_btl_ofi_module_t *module)
     return false;
 }
 
-static int64_t module_outstanding_bytes(const mca_btl_ofi_module_t *module)
+static int64_t module_outstanding_bytes(const mca_btl_ofi_module_t *module, int64_t *ops)
 {
     int64_t bytes = 0;
 
+    *ops = 0;
     for (int i = 0; i < module->num_contexts; ++i) {
         bytes += module->contexts[i].outstanding_bytes;
+        *ops += module->contexts[i].outstanding;
     }
     return bytes;
 }
@@ -672,7 +674,7 @@ static int64_t module_outstanding_bytes(const mca_btl_ofi_module_t *module)
  * those of a job that ended cleanly leave the address vectors). */
 static void watch_for_stall(mca_btl_ofi_module_t *module)
 {
-    int64_t after, now;
+    int64_t after, now, bytes, ops;
 
     if (OPAL_UNLIKELY(mca_btl_ofi_peers_news())) {
         mca_btl_ofi_peers_gone();
@@ -687,8 +689,8 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
     if (!mca_btl_ofi_stall_read_due(&module->stall)) {
         return;
     }
-    after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.progress_wake_us,
-                                      module_outstanding_bytes(module));
+    bytes = module_outstanding_bytes(module, &ops);
+    after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.progress_wake_us, bytes, ops);
     now = mca_btl_ofi_now_ns();
     mca_btl_ofi_stall_clock_read(&module->stall, now);
     if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {

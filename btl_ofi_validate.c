@@ -479,15 +479,23 @@ void mca_btl_ofi_stall_clock_read(mca_btl_ofi_stall_watch_t *watch, int64_t now)
     watch->passes = 0;
 }
 
-int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes)
+int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes, int64_t ops)
 {
+    int64_t charged;
+
     if (wake_us <= 0) {
         return 0;
     }
     if (bytes < 0) {
         bytes = 0; /* counters read while another thread updates them */
     }
-    return (int64_t) wake_us * 1000 + bytes * 1000 / MCA_BTL_OFI_WAKE_BYTES_PER_US;
+    charged = bytes;
+    if (charged > MCA_BTL_OFI_WAKE_BYTES_CAP) {
+        int64_t mean = ops > 1 ? bytes / ops : bytes;
+
+        charged = mean > MCA_BTL_OFI_WAKE_BYTES_CAP ? mean : MCA_BTL_OFI_WAKE_BYTES_CAP;
+    }
+    return (int64_t) wake_us * 1000 + charged * 1000 / MCA_BTL_OFI_WAKE_BYTES_PER_US;
 }
 
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)

@@ -336,16 +336,26 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
  * tcp;ofi_rxm on one node about 5) and than a 10 GbE link. */
 #define MCA_BTL_OFI_WAKE_BYTES_PER_US 1000
 
+/** Outstanding bytes charged at most, unless one operation is larger: 1 ms
+ * at MCA_BTL_OFI_WAKE_BYTES_PER_US, the bound a computing target is served
+ * in.  Completions come one operation at a time, so a deep window of large
+ * puts says nothing about when the next one is due; charged in full, 64
+ * puts of 1 MiB waited 64 ms, and a target that other work had preempted
+ * was never woken. */
+#define MCA_BTL_OFI_WAKE_BYTES_CAP 1000000
+
 /**
- * How long a wait on one-sided operations that move @p bytes goes without
- * a completion before their targets' threads are woken, in ns:
- * btl_ofi_progress_wake_us (@p wake_us; 0: never, returned as 0) plus what
- * moving them takes at MCA_BTL_OFI_WAKE_BYTES_PER_US.  A target in MPI
- * completes a 1 MiB put on shm in about 90 us: a flat 100 us woke its
- * thread for most of them, and each wake-up took the target's core from
- * the very progress that served the put.
+ * How long a wait on @p ops one-sided operations that move @p bytes in all
+ * goes without a completion before their targets' threads are woken, in
+ * ns: btl_ofi_progress_wake_us (@p wake_us; 0: never, returned as 0) plus
+ * what moving the bytes takes at MCA_BTL_OFI_WAKE_BYTES_PER_US, the bytes
+ * counted up to MCA_BTL_OFI_WAKE_BYTES_CAP or one operation's mean size,
+ * whichever is larger.  A target in MPI completes a 1 MiB put on shm in
+ * about 90 us: a flat 100 us woke its thread for most of them, and each
+ * wake-up took the target's core from the very progress that served the
+ * put.
  */
-int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes);
+int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes, int64_t ops);
 
 /*
  * The progress thread's period.  A look costs the rank whose core the thread

@@ -735,18 +735,25 @@ static void test_wake_after(void **state)
     (void) state;
 
     /* small operations: the parameter alone */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0), 100000);
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 8), 100008);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 0), 100000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 8, 1), 100008);
     /* a 1 MiB put is not overdue before it could have moved at 1 GB/s:
      * shm's 90 us for it no longer reads as a stall */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 1 << 20), 100000 + 1048576);
-    assert_true(mca_btl_ofi_wake_after_ns(100, 1 << 20) > 1000000);
-    /* 64 puts of 64 KiB in flight */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 64 << 16), 100000 + 4194304);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 1 << 20, 1), 100000 + 1048576);
+    assert_true(mca_btl_ofi_wake_after_ns(100, 1 << 20, 1) > 1000000);
+    /* below the cap every outstanding byte counts */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 8 << 16, 8), 100000 + 524288);
+    /* 64 puts of 64 KiB: charged up to the cap, 1 ms, not 4 */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 64 << 16, 64), 100000 + 1000000);
+    /* 64 puts of 1 MiB: one of them, not 64 ms, so a preempted target is
+     * woken */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 64 << 20, 64), 100000 + 1048576);
+    /* bytes caught without their operations count as one operation */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 4 << 20, 0), 100000 + 4194304);
     /* wake-ups off stay off, whatever is outstanding */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(0, 1 << 20), 0);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(0, 1 << 20, 1), 0);
     /* a counter caught mid-update below zero counts as nothing */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, -4096), 100000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, -4096, 1), 100000);
 }
 
 /* ---- the progress thread's period ---- */
