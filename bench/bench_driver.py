@@ -311,6 +311,8 @@ class Bench:
             self.cfg["rounds"] = args.rounds
         if args.sizes:
             self.cfg["sizes"] = args.sizes
+        if args.iters:
+            self.cfg["iters"] = args.iters
         self.rounds = self.cfg["rounds"]
         self.provider = args.provider
         self.out = None
@@ -1357,6 +1359,9 @@ def main():
     g.add_argument("--smoke", action="store_true")
     ap.add_argument("--out")
     ap.add_argument("--rounds", type=int)
+    ap.add_argument("--iters", type=int,
+                    help="timed iterations of every size, never cut short (osc_bench and "
+                    "p2p_bench -i): a latency row under --load then spans many time slices")
     ap.add_argument("--hosts", type=int, default=1)
     ap.add_argument("--np", type=int, default=2,
                     help="ranks of every osc/p2p launch (even: pairs i, i+np/2)")

@@ -22,7 +22,8 @@ says whether the row meets the targets of docs/performance.md: idle within
 0.97-1.03, under load at least thread-off's bandwidth and rate and at most
 its latency.  A ratio that misses while its interval still reaches the
 target reads "within noise"; "misses" only when the whole interval is past
-it.  With upstream in the runs, its median follows.
+it.  With upstream in the runs, its median follows, and the summary
+counts the rows where ours is at or ahead of it (paired, the same way).
 """
 
 import argparse
@@ -185,17 +186,19 @@ def count_row(tally, cond, word, ratio, better, name):
 
 
 def count_upstream(tally, cond, got, better, name):
-    """Rows where ours is at least as good as upstream, and the worst one."""
-    t = tally.setdefault("upstream " + cond, {"ahead": 0, "rows": 0, "worst": None})
+    """Rows where ours is at least as good as upstream (paired median),
+    rows whose interval still reaches that, the rest, and the worst one."""
+    t = tally.setdefault("upstream " + cond,
+                         {"ahead": 0, "within noise": 0, "behind": 0, "rows": 0, "worst": None})
     ratio = paired(got["ours"], got["upstream"])
     if ratio is None:
         return
-    ratio = ratio[0]
-    cost = 1.0 / ratio if better else ratio
+    word = verdict(ratio, better, False)
     t["rows"] += 1
-    t["ahead"] += cost <= 1.0
+    t[{"meets": "ahead", "within noise": "within noise"}.get(word, "behind")] += 1
+    cost = 1.0 / ratio[0] if better else ratio[0]
     if t["worst"] is None or cost > t["worst"][0]:
-        t["worst"] = (cost, "%s %.2f" % (name, ratio))
+        t["worst"] = (cost, "%s %s" % (name, ratio_cell(ratio)))
 
 
 def summary_line(provider, tally):
@@ -211,9 +214,10 @@ def summary_line(provider, tally):
                          what, t["meets"], rows, t["within noise"], t["misses"], t["worst"][1]))
         u = tally.get("upstream " + cond)
         if u:
-            words.append("ours at or ahead of upstream %s in %d of %d rows (least favourable "
-                         "ours/upstream: %s)" % (cond == "idle" and "idle" or "under load",
-                                                 u["ahead"], u["rows"], u["worst"][1]))
+            words.append("against upstream %s: %d of %d rows at or ahead, %d more within "
+                         "their interval, %d behind (least favourable paired ours/upstream: "
+                         "%s)" % (cond == "idle" and "idle" or "under load", u["ahead"],
+                                  u["rows"], u["within noise"], u["behind"], u["worst"][1]))
     return textwrap.fill("- `%s`: " % provider + "; ".join(words) + ".", width=90,
                          subsequent_indent="  ", break_on_hyphens=False)
 

@@ -3,7 +3,7 @@
 upstream check (did upstream's btl/ofi carry every window, from osc/rdma's
 lines at osc_base_verbose 40), the reading of osc_bench's output with
 more than two ranks, a busy_* target that stopped at its cap (no
-number), and bench/busy_hosts.py's reading of the busy rows.  Run by
+number), bench/busy_hosts.py's reading of the busy rows, and --iters.  Run by
 contrib/check's bench lane; exit 0 when all hold.
 
     python3 bench/test_bench_driver.py
@@ -164,9 +164,33 @@ def check_smoke_counts():
     return bad
 
 
+def check_iters():
+    """--iters reaches every program as -i, in any mode; without it the
+    mode's own counts (none: the programs' defaults, cut short by time)."""
+    from types import SimpleNamespace
+
+    def args_of(iters, quick=False, smoke=False):
+        a = SimpleNamespace(smoke=smoke, full=False, quick=quick, rounds=None, sizes=None,
+                            iters=iters, provider="shm", tests=None, many_to_one=False,
+                            impls="ours")
+        return driver.Bench(a).count_args()
+
+    cases = [(args_of(20000), ["-i", "20000"]), (args_of(500, quick=True), ["-i", "500"]),
+             (args_of(None, quick=True), []), (args_of(None, smoke=True), ["-i", "2", "-w", "1"]),
+             (args_of(7, smoke=True), ["-i", "7", "-w", "1"])]
+    bad = 0
+    for got, want in cases:
+        if got != want:
+            print("FAIL  --iters: %s, want %s" % (got, want))
+            bad += 1
+    if not bad:
+        print("ok    --iters: %d cases" % len(cases))
+    return bad
+
+
 def main():
     bad = (check_refusals() + check_rows() + check_capped() + check_busy_hosts_rows()
-           + check_smoke_counts())
+           + check_smoke_counts() + check_iters())
     print("%s: %d failure(s)" % (os.path.basename(sys.argv[0]), bad))
     return 1 if bad else 0
 
