@@ -186,19 +186,11 @@ def count_row(tally, cond, word, ratio, better, name):
 
 
 def count_upstream(tally, cond, got, better, name):
-    """Rows where ours is at least as good as upstream (paired median),
-    rows whose interval still reaches that, the rest, and the worst one."""
-    t = tally.setdefault("upstream " + cond,
-                         {"ahead": 0, "within noise": 0, "behind": 0, "rows": 0, "worst": None})
+    """count_row's tally against upstream: at or ahead (paired median),
+    within the interval, or behind, and the worst row."""
     ratio = paired(got["ours"], got["upstream"])
-    if ratio is None:
-        return
-    word = verdict(ratio, better, False)
-    t["rows"] += 1
-    t[{"meets": "ahead", "within noise": "within noise"}.get(word, "behind")] += 1
-    cost = 1.0 / ratio[0] if better else ratio[0]
-    if t["worst"] is None or cost > t["worst"][0]:
-        t["worst"] = (cost, "%s %s" % (name, ratio_cell(ratio)))
+    if ratio is not None:
+        count_row(tally, "upstream " + cond, verdict(ratio, better, False), ratio, better, name)
 
 
 def summary_line(provider, tally):
@@ -216,8 +208,9 @@ def summary_line(provider, tally):
         if u:
             words.append("against upstream %s: %d of %d rows at or ahead, %d more within "
                          "their interval, %d behind (least favourable paired ours/upstream: "
-                         "%s)" % (cond == "idle" and "idle" or "under load", u["ahead"],
-                                  u["rows"], u["within noise"], u["behind"], u["worst"][1]))
+                         "%s)" % (cond == "idle" and "idle" or "under load", u["meets"],
+                                  u["meets"] + u["within noise"] + u["misses"],
+                                  u["within noise"], u["misses"], u["worst"][1]))
     return textwrap.fill("- `%s`: " % provider + "; ".join(words) + ".", width=90,
                          subsequent_indent="  ", break_on_hyphens=False)
 
