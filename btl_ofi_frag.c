@@ -674,7 +674,10 @@ static int drain_pending(mca_btl_ofi_context_t *context, mca_btl_ofi_event_t *fa
             mca_btl_ofi_count(frag->module, MCA_BTL_OFI_CNT_RETRY, 1);
             break;
         }
-        report_send_error(frag->module, frag, rc);
+        /* counted as an error once, when it fails for good (send_done) */
+        MCA_BTL_OFI_VERBOSE(1, "sending to %s failed (try %d of %d): %s",
+                            OPAL_NAME_PRINT(frag->endpoint->proc->proc_name), frag->post_errors + 1,
+                            BTL_OFI_PENDING_POST_ERRORS, fi_strerror((int) -rc));
         if (++frag->post_errors < BTL_OFI_PENDING_POST_ERRORS) {
             (void) mca_btl_ofi_add64(&context->sends_in_flight, -1);
             break; /* in order: nothing behind it goes first */

@@ -810,6 +810,7 @@ static void *progress_thread_main(void *arg)
          * MPI (in PMIx_Connect during a spawn) and its peer is still
          * starting */
         plan.stale_sends = in_flight && !plan.sending;
+        plan.own_sends = in_flight;
         timeout_us = mca_btl_ofi_look_after_us(&plan);
         /* A wake-up started the last look and the application was in every
          * context: origins are waking a rank that is communicating (a
@@ -844,6 +845,7 @@ static void *progress_thread_main(void *arg)
             last_traffic = now;
         }
         plan.interval_us = next_interval_us(plan.interval_us, stepped_in);
+        plan.app_present = !stepped_in;
         woken_for_nothing = LOOK_WOKEN == cause && !stepped_in;
     }
     return NULL;

@@ -506,11 +506,13 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
         }
         return plan->stale_sends ? plan->sleep_us : -1;
     }
-    if (!plan->can_sleep || plan->quiet_ns < plan->linger_ns
-        || plan->sleep_us <= plan->interval_us) {
+    if (!plan->can_sleep || plan->sleep_us <= plan->interval_us) {
         return plan->interval_us;
     }
-    return plan->sleep_us;
+    if ((plan->app_present && !plan->own_sends) || plan->quiet_ns >= plan->linger_ns) {
+        return plan->sleep_us;
+    }
+    return plan->interval_us;
 }
 
 size_t mca_btl_ofi_default_eager_limit(const char *provider, size_t max_send_size)

@@ -368,6 +368,8 @@ typedef struct mca_btl_ofi_look_plan_t {
     bool sending;      /**< a send of ours may still wait in the provider */
     bool stale_sends;  /**< sends outlived the watch and were in flight at the last look */
     bool can_sleep;    /**< every peer can wake the thread (wake-ups reach it) */
+    bool app_present;  /**< the last look found the application in every context */
+    bool own_sends;    /**< sends of ours were in flight or queued at the last look */
     int64_t quiet_ns;  /**< since the last sign of traffic aimed at us */
     int64_t linger_ns; /**< btl_ofi_progress_linger_us */
     int interval_us;   /**< the awake period (btl_ofi_progress_idle_us, backed off) */
@@ -380,9 +382,12 @@ typedef struct mca_btl_ofi_look_plan_t {
  * peer needs us; the awake interval while only sends are watched; the
  * sleep period while sends that outlived the watch are still in flight
  * (one to a peer that is still starting, or that computes, may need our
- * provider to move again, but not soon); the sleep period once traffic
- * has been quiet for the linger time, where peers can wake the thread;
- * the awake interval otherwise.
+ * provider to move again, but not soon).  With memory exposed, where peers
+ * can wake the thread: the sleep period after a look that found the
+ * application in every context with no send of ours outstanding (a peer
+ * that then waits on us wakes the thread, and what the rank waits on
+ * itself it progresses itself), or once traffic has been quiet for the
+ * linger time; the awake interval otherwise.
  */
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);
 

@@ -793,10 +793,21 @@ static void test_look_after(void **state)
     plan.quiet_ns = plan.linger_ns;
     plan.sleep_us = 500;
     assert_int_equal(1600, mca_btl_ofi_look_after_us(&plan));
-    /* nobody can wake it: it keeps the awake period however quiet */
+    /* traffic, but the last look found the application in every context:
+     * a peer that waits on us wakes the thread, so it sleeps */
     plan.sleep_us = 10000;
     plan.interval_us = 100;
+    plan.quiet_ns = 0;
+    plan.app_present = true;
+    assert_int_equal(10000, mca_btl_ofi_look_after_us(&plan));
+    /* ... unless sends of ours were outstanding: no peer can know of them */
+    plan.own_sends = true;
+    assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+    plan.own_sends = false;
+    /* nobody can wake it: it keeps the awake period however quiet */
     plan.can_sleep = false;
+    assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+    plan.quiet_ns = plan.linger_ns;
     assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
 }
 
