@@ -348,8 +348,10 @@ static const mca_btl_ofi_param_t params[] = {
         .def = 50000,
         .min = 10,
         .max = 10000000,
-        .help = "The progress thread's period once nothing has been aimed at this process "
-                "for btl_ofi_progress_linger_us, where every peer can wake it, in microseconds",
+        .help = "The progress thread's period, where every peer can wake it, once nothing "
+                "has been aimed at this process for btl_ofi_progress_linger_us or a look "
+                "found the application in MPI with no send of its own outstanding, in "
+                "microseconds",
     },
     {
         .name = "progress_linger_us",
