@@ -809,7 +809,6 @@ static void *progress_thread_main(void *arg)
          * be left with no look at all while the application blocks outside
          * MPI (in PMIx_Connect during a spawn) and its peer is still
          * starting */
-        plan.stale_sends = in_flight && !plan.sending;
         plan.own_sends = in_flight;
         timeout_us = mca_btl_ofi_look_after_us(&plan);
         /* A wake-up started the last look and the application was in every
@@ -828,7 +827,7 @@ static void *progress_thread_main(void *arg)
             watch_began = mca_btl_ofi_now_ns();
         }
         if (LOOK_KICK == cause
-            || !(progress_thread.exposed > 0 || plan.sending || plan.stale_sends)) {
+            || !(progress_thread.exposed > 0 || plan.sending || plan.own_sends)) {
             /* the next plan sees the new exposure or send; either is
              * likely followed by traffic */
             last_traffic = mca_btl_ofi_now_ns();

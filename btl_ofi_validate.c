@@ -504,7 +504,7 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
         if (plan->sending) {
             return plan->interval_us;
         }
-        return plan->stale_sends ? plan->sleep_us : -1;
+        return plan->own_sends ? plan->sleep_us : -1;
     }
     if (!plan->can_sleep || plan->sleep_us <= plan->interval_us) {
         return plan->interval_us;

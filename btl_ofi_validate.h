@@ -366,10 +366,10 @@ int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes, int64_t ops);
 typedef struct mca_btl_ofi_look_plan_t {
     bool exposed;      /**< some registration of ours takes remote access */
     bool sending;      /**< a send of ours may still wait in the provider */
-    bool stale_sends;  /**< sends outlived the watch and were in flight at the last look */
     bool can_sleep;    /**< every peer can wake the thread (wake-ups reach it) */
     bool app_present;  /**< the last look found the application in every context */
-    bool own_sends;    /**< sends of ours were in flight or queued at the last look */
+    bool own_sends;    /**< sends of ours were in flight or queued at the last look (once
+                        * the watch is over: sends that outlived it) */
     int64_t quiet_ns;  /**< since the last sign of traffic aimed at us */
     int64_t linger_ns; /**< btl_ofi_progress_linger_us */
     int interval_us;   /**< the awake period (btl_ofi_progress_idle_us, backed off) */

@@ -775,9 +775,9 @@ static void test_look_after(void **state)
     assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
     /* sends outlived the watch: slow looks until they complete, never none */
     plan.sending = false;
-    plan.stale_sends = true;
+    plan.own_sends = true;
     assert_int_equal(10000, mca_btl_ofi_look_after_us(&plan));
-    plan.stale_sends = false;
+    plan.own_sends = false;
     /* exposed, traffic within the linger time: awake */
     plan.exposed = true;
     plan.quiet_ns = plan.linger_ns - 1;
