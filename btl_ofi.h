@@ -600,7 +600,9 @@ typedef struct mca_btl_ofi_component_t {
     int progress_thread;                  /**< MCA_BTL_OFI_PROGRESS_THREAD_* chosen by the user */
     int progress_mode;                    /**< FI_PROGRESS_* asked of the provider */
     int progress_idle_us;                 /**< app idle time after which the thread steps in */
-    int progress_wake_us;     /**< wait without completions before waking the target's thread */
+    int progress_wake_us; /**< wait without completions before waking the target's thread */
+    /** progress_wake_us times the ranks each CPU of this node carries; set at init */
+    int wake_after_us;
     int progress_gap_us;      /**< least time between two looks of the thread */
     int progress_slice_us;    /**< time slice the thread asks of the scheduler; 0: default */
     int progress_nudge_us;    /**< a woken thread not run after this gets a second wake-up */

@@ -680,7 +680,7 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
         mca_btl_ofi_peers_gone();
     }
 
-    if (mca_btl_ofi_component.progress_wake_us <= 0 || !module_has_outstanding(module)) {
+    if (mca_btl_ofi_component.wake_after_us <= 0 || !module_has_outstanding(module)) {
         if (0 != module->stall.since) {
             module->stall.since = 0;
         }
@@ -690,7 +690,7 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
         return;
     }
     bytes = module_outstanding_bytes(module, &ops);
-    after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.progress_wake_us, bytes, ops);
+    after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.wake_after_us, bytes, ops);
     now = mca_btl_ofi_now_ns();
     mca_btl_ofi_stall_clock_read(&module->stall, now);
     if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {

@@ -345,15 +345,19 @@ typedef enum {
 
 static struct {
     pthread_t thread;
-    int kick_fd;                 /**< eventfd: exposure began, or stopping is set */
-    int timer_fd;                /**< timerfd: the thread's period, with nudges */
-    bool timer_armed;            /**< timer_fd may fire: a timeout-less wait disarms it */
-    volatile bool stopping;      /**< set before the last kick */
-    bool enabled;                /**< component init wants a thread */
-    bool can_sleep;              /**< peers can wake it: the sleep period applies */
-    mca_btl_ofi_look_fn_t look;  /**< what a look does */
-    int period_us;               /**< its period while traffic shows */
-    bool running;                /**< created and not joined; under start_lock */
+    int kick_fd;                /**< eventfd: exposure began, or stopping is set */
+    int timer_fd;               /**< timerfd: the thread's period, with nudges */
+    bool timer_armed;           /**< timer_fd may fire: a timeout-less wait disarms it */
+    volatile bool stopping;     /**< set before the last kick */
+    bool enabled;               /**< component init wants a thread */
+    bool can_sleep;             /**< peers can wake it: the sleep period applies */
+    mca_btl_ofi_look_fn_t look; /**< what a look does */
+    int period_us;              /**< its period while traffic shows */
+    bool running;               /**< created and not joined; under start_lock */
+    /** the thread waits in a way that only a kick ends soon enough (no
+     * timer, or one longer than some peer may wait): an exposure that
+     * begins then must kick it */
+    volatile int32_t parked;
     opal_atomic_int64_t exposed; /**< registrations with remote access held */
     pthread_mutex_t start_lock;  /**< serialises creation against stop */
 } progress_thread = { .kick_fd = -1, .timer_fd = -1, .start_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -659,6 +663,42 @@ static look_cause_t sleep_until_look(struct pollfd *fds, int timeout_us, int gap
     return cause;
 }
 
+/*
+ * A kick at every exposure woke the thread once per rendezvous message
+ * (ob1 exposes each large send buffer for the peer's read, then releases
+ * it): on shm, 1 MiB pingpong took 1.17 times as long as with no thread,
+ * a wake-up and two context switches on the rank's core per message.  A
+ * thread that waits with a timer it may keep sees the exposure at its next
+ * look, so only one that waits with no timer, or where some peer cannot
+ * wake it with a timer longer than its period, asks for the kick.  The
+ * flag is set before exposed is read again, and an exposure reads the flag
+ * after it counts, so one of the two sees the other.
+ */
+static bool exposure_must_kick(int timeout_us, int interval_us)
+{
+    return timeout_us < 0 || (!progress_thread.can_sleep && timeout_us > interval_us);
+}
+
+/* Returns false when memory became exposed meanwhile: plan again. */
+static bool park(void)
+{
+    __atomic_store_n(&progress_thread.parked, 1, __ATOMIC_SEQ_CST);
+    if (0 == __atomic_load_n(&progress_thread.exposed, __ATOMIC_SEQ_CST)) {
+        return true;
+    }
+    /* an exposer that took the flag first kicked: the eventfd keeps it,
+     * and the next wait ends at once */
+    __atomic_store_n(&progress_thread.parked, 0, __ATOMIC_SEQ_CST);
+    return false;
+}
+
+static void unpark(void)
+{
+    if (0 != progress_thread.parked) {
+        __atomic_store_n(&progress_thread.parked, 0, __ATOMIC_RELAXED);
+    }
+}
+
 static void count_look(look_cause_t cause, int wakeups)
 {
     mca_btl_ofi_module_t *first = mca_btl_ofi_component.modules[0];
@@ -811,6 +851,9 @@ static void *progress_thread_main(void *arg)
          * starting */
         plan.own_sends = in_flight;
         timeout_us = mca_btl_ofi_look_after_us(&plan);
+        if (exposure_must_kick(timeout_us, plan.interval_us) && !park()) {
+            continue;
+        }
         /* A wake-up started the last look and the application was in every
          * context: origins are waking a rank that is communicating (a
          * competing load slows it), and the thread would not look within
@@ -820,6 +863,7 @@ static void *progress_thread_main(void *arg)
          * shm were 5-8 % slower). */
         cause = sleep_until_look(fds, timeout_us, c->progress_gap_us,
                                  woken_for_nothing ? c->progress_gap_us : 0, &wakeups);
+        unpark();
         if (LOOK_STOP == cause) {
             break;
         }
@@ -935,7 +979,10 @@ void mca_btl_ofi_progress_expose(int delta)
     if (mca_btl_ofi_component.module_count > 0) {
         mca_btl_ofi_count(mca_btl_ofi_component.modules[0], MCA_BTL_OFI_CNT_EXPOSE, 1);
     }
-    kick_or_start();
+    if (0 != __atomic_exchange_n(&progress_thread.parked, 0, __ATOMIC_SEQ_CST)
+        || !__atomic_load_n(&progress_thread.running, __ATOMIC_ACQUIRE)) {
+        kick_or_start();
+    }
 }
 
 /* The first send after the thread stopped watching: wake it, or start it. */

@@ -378,11 +378,16 @@ typedef struct mca_btl_ofi_look_plan_t {
 
 /**
  * Microseconds until the thread's next look: -1 (no timer) while nothing
- * is exposed and no send of ours may wait in the provider, since then no
- * peer needs us; the awake interval while only sends are watched; the
- * sleep period while sends that outlived the watch are still in flight
- * (one to a peer that is still starting, or that computes, may need our
- * provider to move again, but not soon).  With memory exposed, where peers
+ * is exposed, no send of ours may wait in the provider and traffic has
+ * been quiet for the linger time, since then no peer needs us; the awake
+ * interval while only sends are watched; the sleep period while sends
+ * that outlived the watch are still in flight (one to a peer that is still
+ * starting, or that computes, may need our provider to move again, but not
+ * soon).  Within the linger time of traffic, with nothing exposed, the
+ * sleep period, or the awake interval where some peer cannot wake the
+ * thread: exposures come and go with every rendezvous message, and a
+ * thread with no timer must be kicked by the next one.  With memory
+ * exposed, where peers
  * can wake the thread: the sleep period after a look that found the
  * application in every context with no send of ours outstanding (a peer
  * that then waits on us wakes the thread, and what the rank waits on

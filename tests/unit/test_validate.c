@@ -765,10 +765,20 @@ static void test_look_after(void **state)
                                      .sleep_us = 10000 };
 
     (void) state;
-    /* nothing exposed: no peer can need a look, so no timer at all */
+    /* nothing exposed and quiet: no peer can need a look, so no timer */
+    plan.quiet_ns = plan.linger_ns;
     assert_int_equal(-1, mca_btl_ofi_look_after_us(&plan));
     plan.quiet_ns = 1000000000;
     assert_int_equal(-1, mca_btl_ofi_look_after_us(&plan));
+    /* nothing exposed right after traffic (between two rendezvous
+     * messages): a slow timer, so the next exposure need not kick it */
+    plan.quiet_ns = plan.linger_ns - 1;
+    assert_int_equal(10000, mca_btl_ofi_look_after_us(&plan));
+    /* ... the awake interval where some peer cannot wake it */
+    plan.can_sleep = false;
+    assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+    plan.can_sleep = true;
+    plan.quiet_ns = 1000000000;
     /* a send may wait in the provider: awake, although nothing is exposed
      * (the thread itself stops watching sends after the linger time) */
     plan.sending = true;

@@ -354,7 +354,7 @@ static void progress_idle_for(int ms)
 static void test_stall_watch_calls_hook(void **state)
 {
     (void) state;
-    mca_btl_ofi_component.progress_wake_us = 100;
+    mca_btl_ofi_component.wake_after_us = 100; /* progress_wake_us as init scales it */
     fake.module.on_stall = count_stall_hook;
     stall_hook_calls = 0;
 
