@@ -241,7 +241,7 @@ mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *en
         return NULL;
     }
     if (exposes(reg)) {
-        mca_btl_ofi_progress_expose(1);
+        mca_btl_ofi_progress_expose(1, 0 != (flags & MCA_BTL_REG_FLAG_REMOTE_ATOMIC));
     }
     return &reg->handle;
 }
@@ -275,7 +275,7 @@ static int mca_btl_ofi_deregister_mem(mca_btl_base_module_t *btl,
     int rc;
 
     if (exposes(reg)) {
-        mca_btl_ofi_progress_expose(-1);
+        mca_btl_ofi_progress_expose(-1, false);
     }
     if (module->bypass_cache) {
         rc = deregister_region(module, &reg->base);

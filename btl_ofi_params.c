@@ -293,8 +293,9 @@ static const mca_btl_ofi_param_t params[] = {
         .min = 0,
         .max = 1000000,
         .help = "How long an origin's one-sided operations go without a completion before it "
-                "wakes their targets' progress threads, in microseconds, plus 1 us for every "
-                "1000 bytes they move; 0: never",
+                "wakes their targets' progress threads, in microseconds, times the ranks each "
+                "CPU carries where they outnumber this node's CPUs, plus 1 us for every 1000 "
+                "bytes they move; 0: never",
     },
     {
         .name = "progress_gap_us",

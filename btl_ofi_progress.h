@@ -95,10 +95,11 @@ void mca_btl_ofi_progress_thread_enable(const mca_btl_ofi_progress_setup_t *setu
 void mca_btl_ofi_progress_thread_stop(void);
 /**
  * A registration that peers may write, read or apply atomics to was taken
- * (@p delta 1) or released (-1).  While none is held no peer can aim a
- * one-sided operation at us, and the thread waits with no timer.
+ * (@p delta 1) or released (-1); @p window: it takes atomics (a one-sided
+ * window's memory, not a message buffer).  While none is held no peer can
+ * aim a one-sided operation at us, and the thread waits with no timer.
  */
-void mca_btl_ofi_progress_expose(int delta);
+void mca_btl_ofi_progress_expose(int delta, bool window);
 
 /**
  * Zero while a send of ours would find the thread not watching sends: a

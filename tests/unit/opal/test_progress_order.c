@@ -234,7 +234,7 @@ static void run(interleave_fn_t interleave, int expect_delivered)
     /* the thread comes with the first exposed registration */
     mca_btl_ofi_progress_thread_enable(
         &(mca_btl_ofi_progress_setup_t){ .look = mca_btl_ofi_contexts_look });
-    mca_btl_ofi_progress_expose(1);
+    mca_btl_ofi_progress_expose(1, true);
     assert_int_equal(0, pthread_join(fake.app, NULL));
     assert_true(fake.thread_waiting);
 
@@ -244,7 +244,7 @@ static void run(interleave_fn_t interleave, int expect_delivered)
         clock_gettime(CLOCK_MONOTONIC, &now);
     } while (fake.ndelivered < expect_delivered && now.tv_sec - start.tv_sec < WAIT_SEC);
     mca_btl_ofi_progress_thread_stop();
-    mca_btl_ofi_progress_expose(-1);
+    mca_btl_ofi_progress_expose(-1, false);
 }
 
 static void app_progresses(mca_btl_ofi_context_t *context)
