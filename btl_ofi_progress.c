@@ -871,11 +871,16 @@ static void *progress_thread_main(void *arg)
         if (LOOK_KICK == cause) {
             watch_began = mca_btl_ofi_now_ns();
         }
-        if (LOOK_KICK == cause
-            || !(progress_thread.exposed > 0 || plan.sending || plan.own_sends)) {
+        if (LOOK_KICK == cause) {
             /* the next plan sees the new exposure or send; either is
              * likely followed by traffic */
             last_traffic = mca_btl_ofi_now_ns();
+            continue;
+        }
+        if (!(progress_thread.exposed > 0 || plan.sending || plan.own_sends)) {
+            /* nothing to look at: the plan parks the thread once the
+             * linger time is over (refreshed here, it woke a computing
+             * rank's thread every sleep period for good) */
             continue;
         }
         in_flight = false;

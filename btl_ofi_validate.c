@@ -508,7 +508,7 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
             return plan->sleep_us;
         }
         if (plan->quiet_ns < plan->linger_ns) {
-            return plan->can_sleep ? plan->sleep_us : plan->interval_us;
+            return plan->sleep_us;
         }
         return -1;
     }

@@ -384,9 +384,8 @@ typedef struct mca_btl_ofi_look_plan_t {
  * that outlived the watch are still in flight (one to a peer that is still
  * starting, or that computes, may need our provider to move again, but not
  * soon).  Within the linger time of traffic, with nothing exposed, the
- * sleep period, or the awake interval where some peer cannot wake the
- * thread: exposures come and go with every rendezvous message, and a
- * thread with no timer must be kicked by the next one.  With memory
+ * sleep period: exposures come and go with every rendezvous message, and
+ * a thread with no timer must be kicked by the next one.  With memory
  * exposed, where peers
  * can wake the thread: the sleep period after a look that found the
  * application in every context with no send of ours outstanding (a peer
