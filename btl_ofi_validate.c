@@ -504,13 +504,7 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
         if (plan->sending) {
             return plan->interval_us;
         }
-        if (plan->own_sends) {
-            return plan->sleep_us;
-        }
-        if (plan->quiet_ns < plan->linger_ns) {
-            return plan->sleep_us;
-        }
-        return -1;
+        return (plan->own_sends || plan->quiet_ns < plan->linger_ns) ? plan->sleep_us : -1;
     }
     if (!plan->can_sleep || plan->sleep_us <= plan->interval_us) {
         return plan->interval_us;
