@@ -675,6 +675,7 @@ static int64_t module_outstanding_bytes(const mca_btl_ofi_module_t *module, int6
 static void watch_for_stall(mca_btl_ofi_module_t *module)
 {
     int64_t after, now, bytes, ops;
+    bool at_once;
 
     if (OPAL_UNLIKELY(mca_btl_ofi_peers_news())) {
         mca_btl_ofi_peers_gone();
@@ -682,18 +683,24 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
 
     if (mca_btl_ofi_component.wake_after_us <= 0 || !module_has_outstanding(module)) {
         if (0 != module->stall.since) {
-            module->stall.since = 0;
+            mca_btl_ofi_stall_wait_ended(&module->stall, mca_btl_ofi_now_ns(),
+                                         opal_progress_yield_when_idle);
         }
         return;
     }
-    if (!mca_btl_ofi_stall_read_due(&module->stall)) {
+    at_once = mca_btl_ofi_wake_at_once(&module->stall);
+    if (!at_once && !mca_btl_ofi_stall_read_due(&module->stall)) {
         return;
     }
     bytes = module_outstanding_bytes(module, &ops);
     after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.wake_after_us, bytes, ops);
     now = mca_btl_ofi_now_ns();
     mca_btl_ofi_stall_clock_read(&module->stall, now);
+    if (at_once) {
+        (void) mca_btl_ofi_endpoints_wake_waited(module);
+    }
     if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {
+        module->stall.woke_ns = now;
         (void) mca_btl_ofi_endpoints_wake_waited(module);
         if (NULL != module->on_stall) {
             module->on_stall(module, now);
@@ -713,7 +720,8 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     if (OPAL_UNLIKELY(0 == events)) {
         watch_for_stall(module);
     } else if (OPAL_UNLIKELY(0 != module->stall.since)) {
-        module->stall.since = 0;
+        mca_btl_ofi_stall_wait_ended(&module->stall, mca_btl_ofi_now_ns(),
+                                     opal_progress_yield_when_idle);
     }
     return events;
 }

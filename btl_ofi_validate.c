@@ -458,6 +458,24 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
     return true;
 }
 
+void mca_btl_ofi_stall_wait_ended(mca_btl_ofi_stall_watch_t *watch, int64_t now, bool yields)
+{
+    if (0 != watch->woke_ns && now - watch->woke_ns <= MCA_BTL_OFI_EAGER_ANSWER_NS) {
+        watch->eager = yields ? MCA_BTL_OFI_EAGER_WAITS : 0;
+    }
+    watch->woke_ns = 0;
+    watch->since = 0;
+}
+
+bool mca_btl_ofi_wake_at_once(mca_btl_ofi_stall_watch_t *watch)
+{
+    if (0 != watch->since || 0 == watch->eager) {
+        return false;
+    }
+    --watch->eager;
+    return true;
+}
+
 bool mca_btl_ofi_stall_read_due(mca_btl_ofi_stall_watch_t *watch)
 {
     return ++watch->passes > watch->per_read;

@@ -694,6 +694,44 @@ static void test_wake_due(void **state)
     assert_false(mca_btl_ofi_wake_due(&w, 10000000, 0, true));
 }
 
+static void test_eager_waits(void **state)
+{
+    const int64_t after = 30000, answer = MCA_BTL_OFI_EAGER_ANSWER_NS;
+    mca_btl_ofi_stall_watch_t w = { 0 };
+    int64_t t = 1000;
+    (void) state;
+
+    /* no wait has woken anyone: never at once */
+    assert_false(mca_btl_ofi_wake_at_once(&w));
+    mca_btl_ofi_stall_wait_ended(&w, t, true);
+    assert_false(mca_btl_ofi_wake_at_once(&w));
+    /* a wake-up answered later than MCA_BTL_OFI_EAGER_ANSWER_NS: the target
+     * was slow, not asleep, and the delay stays */
+    assert_false(mca_btl_ofi_wake_due(&w, t, after, true));
+    assert_true(mca_btl_ofi_wake_due(&w, t + after, after, true));
+    w.woke_ns = t + after;
+    mca_btl_ofi_stall_wait_ended(&w, t + after + answer + 1, true);
+    assert_int_equal(w.since, 0);
+    assert_int_equal(w.woke_ns, 0);
+    assert_false(mca_btl_ofi_wake_at_once(&w));
+    /* answered promptly, in a process that yields: the next
+     * MCA_BTL_OFI_EAGER_WAITS waits wake at once, each at its first empty
+     * pass only, then none */
+    w.woke_ns = t;
+    mca_btl_ofi_stall_wait_ended(&w, t + answer, true);
+    for (int i = 0; i < MCA_BTL_OFI_EAGER_WAITS; ++i) {
+        assert_true(mca_btl_ofi_wake_at_once(&w));
+        assert_false(mca_btl_ofi_wake_due(&w, t, after, true));
+        assert_false(mca_btl_ofi_wake_at_once(&w));
+        mca_btl_ofi_stall_wait_ended(&w, t + 1, true);
+    }
+    assert_false(mca_btl_ofi_wake_at_once(&w));
+    /* a process that does not yield keeps its delay */
+    w.woke_ns = t;
+    mca_btl_ofi_stall_wait_ended(&w, t + 1, false);
+    assert_false(mca_btl_ofi_wake_at_once(&w));
+}
+
 static void test_stall_read_pacing(void **state)
 {
     mca_btl_ofi_stall_watch_t w = { 0 };
@@ -1011,6 +1049,7 @@ int main(void)
         cmocka_unit_test(test_copy_with),
         cmocka_unit_test(test_wake_route),
         cmocka_unit_test(test_wake_due),
+        cmocka_unit_test(test_eager_waits),
         cmocka_unit_test(test_stall_read_pacing),
         cmocka_unit_test(test_wake_after),
         cmocka_unit_test(test_look_after),
