@@ -665,6 +665,18 @@ static int64_t module_outstanding_bytes(const mca_btl_ofi_module_t *module, int6
     return bytes;
 }
 
+/* A wait ended.  How soon its last wake-up was answered matters only in a
+ * process that yields its core (mca_btl_ofi_stall_wait_ended): elsewhere,
+ * every np-2 job among them, the clock is not read. */
+static void end_wait(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_stall_watch_t *watch = &module->stall;
+    bool yields = opal_progress_yield_when_idle;
+
+    mca_btl_ofi_stall_wait_ended(watch, (yields && 0 != watch->woke_ns) ? mca_btl_ofi_now_ns() : 0,
+                                 yields);
+}
+
 /* Progress found nothing: if one-sided operations have waited a while
  * without any completion, their targets may be computing outside MPI, so
  * wake their progress threads (btl_ofi_progress.c).  The clock is read only
@@ -683,8 +695,7 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
 
     if (mca_btl_ofi_component.wake_after_us <= 0 || !module_has_outstanding(module)) {
         if (0 != module->stall.since) {
-            mca_btl_ofi_stall_wait_ended(&module->stall, mca_btl_ofi_now_ns(),
-                                         opal_progress_yield_when_idle);
+            end_wait(module);
         }
         return;
     }
@@ -720,8 +731,7 @@ int mca_btl_ofi_progress_module(mca_btl_ofi_module_t *module)
     if (OPAL_UNLIKELY(0 == events)) {
         watch_for_stall(module);
     } else if (OPAL_UNLIKELY(0 != module->stall.since)) {
-        mca_btl_ofi_stall_wait_ended(&module->stall, mca_btl_ofi_now_ns(),
-                                     opal_progress_yield_when_idle);
+        end_wait(module);
     }
     return events;
 }
