@@ -506,7 +506,18 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_of_sender(mca_btl_ofi_module_t *mod
     return endpoint;
 }
 
-int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
+static int count_waited(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_endpoint_t *endpoint;
+    int waited = 0;
+
+    OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        waited += endpoint->outstanding > 0;
+    }
+    return waited;
+}
+
+int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int most)
 {
     mca_btl_ofi_endpoint_t *endpoint;
     int woken = 0;
@@ -515,6 +526,10 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module)
      * call that progresses (add_procs does not, but nothing forbids it),
      * so a busy lock skips this round rather than deadlock */
     if (mca_btl_ofi_threaded() && 0 != opal_mutex_trylock(&module->lock)) {
+        return 0;
+    }
+    if (most > 0 && count_waited(module) > most) {
+        mca_btl_ofi_unlock(&module->lock);
         return 0;
     }
     OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {

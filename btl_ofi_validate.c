@@ -460,7 +460,8 @@ bool mca_btl_ofi_wake_due(mca_btl_ofi_stall_watch_t *watch, int64_t now, int64_t
 
 void mca_btl_ofi_stall_wait_ended(mca_btl_ofi_stall_watch_t *watch, int64_t now, bool yields)
 {
-    if (0 != watch->woke_ns && now - watch->woke_ns <= MCA_BTL_OFI_EAGER_ANSWER_NS) {
+    if (0 != watch->woke_ns
+        && (now - watch->woke_ns <= MCA_BTL_OFI_EAGER_ANSWER_NS || 1 == watch->woke_peers)) {
         watch->eager = yields ? MCA_BTL_OFI_EAGER_WAITS : 0;
     }
     watch->woke_ns = 0;

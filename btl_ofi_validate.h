@@ -293,35 +293,40 @@ mca_btl_ofi_wake_route_t mca_btl_ofi_wake_route(uint32_t ip4, uint16_t port, boo
 
 /** The origin's watch over a wait without completions (all in ns). */
 typedef struct mca_btl_ofi_stall_watch_t {
-    int64_t since;     /**< start of the wait, or of the gap after the last wake-up; 0: none */
-    int64_t gap;       /**< how long until the next wake-up is due */
-    int64_t read_ns;   /**< when the clock was last read for it; 0: never */
-    uint32_t passes;   /**< empty progress passes since then */
-    uint32_t per_read; /**< empty passes between two reads of the clock; 0: every one */
-    int64_t woke_ns;   /**< when this wait last woke its targets after its delay; 0: never */
-    uint32_t eager;    /**< waits left that wake their targets at once */
+    int64_t since;       /**< start of the wait, or of the gap after the last wake-up; 0: none */
+    int64_t gap;         /**< how long until the next wake-up is due */
+    int64_t read_ns;     /**< when the clock was last read for it; 0: never */
+    uint32_t passes;     /**< empty progress passes since then */
+    uint32_t per_read;   /**< empty passes between two reads of the clock; 0: every one */
+    int64_t woke_ns;     /**< when this wait last woke its targets after its delay; 0: never */
+    uint32_t eager;      /**< waits left that wake their targets at once */
+    uint32_t woke_peers; /**< to how many targets it went */
 } mca_btl_ofi_stall_watch_t;
 
 /**
  * Waits that wake their targets at once after one whose wake-up was
- * answered within MCA_BTL_OFI_EAGER_ANSWER_NS, in a process that gives its
- * core away when progress finds nothing (Open MPI does so on an
- * oversubscribed node).  Such an origin that waits the wake-up delay
- * yields first, and a computing target beside it on the core runs a whole
- * slice before the origin can send: 4 ms or more per operation
- * (rma_busy_target np 4 on 2 CPUs, shm: 100 rounds took 2.2-3.0 s, 0.1-0.2 s
- * without the yields).  A prompt answer says that the target's thread
- * served it; where targets are merely slow in MPI (32 ranks on 2 CPUs),
- * answers come at random, and waking at once after any wake-up took 3
- * times as long.  A target back in MPI gets at most MCA_BTL_OFI_EAGER_WAITS
- * needless wake-ups.
+ * answered within MCA_BTL_OFI_EAGER_ANSWER_NS, or went to a single target,
+ * in a process that gives its core away when progress finds nothing (Open
+ * MPI does so on an oversubscribed node).  Such an origin that waits the
+ * wake-up delay yields first, and a computing target beside it on the core
+ * runs a whole slice before the origin can send: 4 ms or more per
+ * operation (rma_busy_target np 4 on 2 CPUs, shm: 100 rounds took 2.2-3.0 s,
+ * 0.1-0.2 s without the yields).  A prompt answer says that the target's
+ * thread served it; a late one to a lone target is that slice, which the
+ * prompt rule alone never saw (up to 3.0 s in 1 launch of 10).  Where
+ * targets are merely slow in MPI (32 ranks on 2 CPUs), answers come at
+ * random, and waking at once after any wake-up took 3 times as long: an
+ * eager wait wakes only a lone target (mca_btl_ofi_endpoints_wake_waited),
+ * and one that is back in MPI gets at most MCA_BTL_OFI_EAGER_WAITS needless
+ * wake-ups.
  */
 #define MCA_BTL_OFI_EAGER_WAITS     8
 #define MCA_BTL_OFI_EAGER_ANSWER_NS 100000
 
 /** A wait ended with a completion at @p now: where @p yields (the process
  * yields its core when idle), one whose last wake-up was answered
- * promptly makes the next MCA_BTL_OFI_EAGER_WAITS ones wake at once. */
+ * promptly or went to one target makes the next MCA_BTL_OFI_EAGER_WAITS
+ * ones wake at once. */
 void mca_btl_ofi_stall_wait_ended(mca_btl_ofi_stall_watch_t *watch, int64_t now, bool yields);
 /** At the first empty pass of a wait: whether it wakes its targets at once
  * (it uses up one of the eager waits). */

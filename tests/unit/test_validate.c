@@ -730,6 +730,21 @@ static void test_eager_waits(void **state)
     w.woke_ns = t;
     mca_btl_ofi_stall_wait_ended(&w, t + 1, false);
     assert_false(mca_btl_ofi_wake_at_once(&w));
+    /* a late answer to a wake-up that went to one target: that target
+     * needed it, and the next waits wake at once; to several, they do not */
+    w.woke_ns = t;
+    w.woke_peers = 2;
+    mca_btl_ofi_stall_wait_ended(&w, t + answer + 1, true);
+    assert_false(mca_btl_ofi_wake_at_once(&w));
+    w.woke_ns = t;
+    w.woke_peers = 1;
+    mca_btl_ofi_stall_wait_ended(&w, t + answer + 1, true);
+    assert_true(mca_btl_ofi_wake_at_once(&w));
+    w.woke_ns = t;
+    w.woke_peers = 1;
+    w.eager = 0;
+    mca_btl_ofi_stall_wait_ended(&w, t + answer + 1, false);
+    assert_false(mca_btl_ofi_wake_at_once(&w));
 }
 
 static void test_stall_read_pacing(void **state)
