@@ -650,6 +650,7 @@ static void start_progress_thread(void)
     mca_btl_ofi_wake_listen(true);
     setup.can_sleep = thread_can_sleep();
     setup.period_us = thread_period_us();
+    setup.crowded = ranks_per_cpu() > 1;
     mca_btl_ofi_progress_thread_enable(&setup);
     if (setup.can_sleep) {
         MCA_BTL_OFI_VERBOSE(1,

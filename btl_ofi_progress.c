@@ -47,6 +47,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -353,6 +354,7 @@ static struct {
     bool can_sleep;             /**< peers can wake it: the sleep period applies */
     mca_btl_ofi_look_fn_t look; /**< what a look does */
     int period_us;              /**< its period while traffic shows */
+    bool crowded;               /**< the job's ranks outnumber the CPUs */
     bool running;               /**< created and not joined; under start_lock */
     /** the thread waits in a way that only a kick ends soon enough (no
      * timer, or one longer than some peer may wait): an exposure that
@@ -782,6 +784,60 @@ static void ask_real_time(int priority)
     MCA_BTL_OFI_VERBOSE(10, "progress thread: SCHED_RR priority %d", priority);
 }
 
+/* How long the rank's main thread waited for a CPU (the second field of
+ * the process's schedstat, its thread group leader's), sampled every
+ * MCA_BTL_OFI_CONTENDED_SAMPLE_NS by the thread; a kernel without
+ * schedstats never reads as contended. */
+static struct {
+    int fd;
+    int64_t at_ns;
+    int64_t waited_ns;
+    bool contended;
+} cpu_wait = { .fd = -1 };
+
+static void cpu_wait_open(void)
+{
+    if (!progress_thread.crowded) {
+        cpu_wait.fd = open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC);
+    }
+}
+
+static void cpu_wait_close(void)
+{
+    if (cpu_wait.fd >= 0) {
+        (void) close(cpu_wait.fd);
+        cpu_wait.fd = -1;
+    }
+}
+
+static bool cpu_contended(int64_t now)
+{
+    char text[96];
+    unsigned long long ran, waited;
+    ssize_t n;
+
+    if (cpu_wait.fd < 0 || now - cpu_wait.at_ns < MCA_BTL_OFI_CONTENDED_SAMPLE_NS) {
+        return cpu_wait.contended;
+    }
+    n = pread(cpu_wait.fd, text, sizeof(text) - 1, 0);
+    if (n <= 0) {
+        cpu_wait_close();
+        return cpu_wait.contended = false;
+    }
+    text[n] = '\0';
+    if (2 != sscanf(text, "%llu %llu", &ran, &waited)) {
+        cpu_wait_close();
+        return cpu_wait.contended = false;
+    }
+    if (0 != cpu_wait.at_ns) {
+        cpu_wait.contended =
+            mca_btl_ofi_cpu_contended((int64_t) waited - cpu_wait.waited_ns, now - cpu_wait.at_ns);
+    }
+    cpu_wait.at_ns = now;
+    cpu_wait.waited_ns = (int64_t) waited;
+    return cpu_wait.contended;
+}
+
 /*
  * Sends are watched for the linger time after the last sign of traffic
  * while memory is exposed, and for SEND_WATCH_PERIODS periods while it is
@@ -836,14 +892,17 @@ static void *progress_thread_main(void *arg)
     /* Linux lets a timed wait overrun by 50 us by default, half of a
      * whole idle period: ask for 1 us (a timerfd has no slack) */
     (void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    cpu_wait_open();
     for (;;) {
         int wakeups = 0, timeout_us;
         bool busy = false, stepped_in;
         int64_t now;
         look_cause_t cause;
 
+        now = mca_btl_ofi_now_ns();
         plan.exposed = progress_thread.exposed > 0;
-        plan.quiet_ns = mca_btl_ofi_now_ns() - last_traffic;
+        plan.quiet_ns = now - last_traffic;
+        plan.contended = cpu_contended(now);
         plan.sending = watch_sends(plan.quiet_ns, plan.exposed ? plan.linger_ns : send_linger_ns);
         /* a send the last look saw in flight or queued may complete only through
          * our provider (sockets, ofi_rxm's connection set-up): it must not
@@ -897,6 +956,7 @@ static void *progress_thread_main(void *arg)
         plan.app_present = !stepped_in;
         woken_for_nothing = LOOK_WOKEN == cause && !stepped_in;
     }
+    cpu_wait_close();
     return NULL;
 }
 
@@ -911,6 +971,7 @@ void mca_btl_ofi_progress_thread_enable(const mca_btl_ofi_progress_setup_t *setu
     progress_thread.look = setup->look;
     progress_thread.period_us =
         setup->period_us > 0 ? setup->period_us : mca_btl_ofi_component.progress_idle_us;
+    progress_thread.crowded = setup->crowded;
 }
 
 static void close_thread_fds(void)

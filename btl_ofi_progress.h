@@ -83,6 +83,7 @@ typedef struct mca_btl_ofi_progress_setup_t {
     mca_btl_ofi_look_fn_t look; /**< what a look does */
     bool can_sleep;             /**< every peer can wake it: it may sleep while quiet */
     int period_us;              /**< the bound it serves: its period while traffic shows */
+    bool crowded;               /**< this node's ranks outnumber its CPUs */
 } mca_btl_ofi_progress_setup_t;
 
 /**

@@ -528,10 +528,20 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
     if (!plan->can_sleep || plan->sleep_us <= plan->interval_us) {
         return plan->interval_us;
     }
-    if ((plan->app_present && !plan->own_sends) || plan->quiet_ns >= plan->linger_ns) {
+    if (plan->quiet_ns >= plan->linger_ns) {
         return plan->sleep_us;
     }
+    if (plan->app_present && !plan->own_sends) {
+        return (plan->contended && plan->sleep_us > MCA_BTL_OFI_CONTENDED_LOOK_US)
+                   ? MCA_BTL_OFI_CONTENDED_LOOK_US
+                   : plan->sleep_us;
+    }
     return plan->interval_us;
+}
+
+bool mca_btl_ofi_cpu_contended(int64_t waited_ns, int64_t wall_ns)
+{
+    return wall_ns > 0 && waited_ns > 0 && waited_ns * MCA_BTL_OFI_CONTENDED_SHARE > wall_ns;
 }
 
 size_t mca_btl_ofi_default_eager_limit(const char *provider, size_t max_send_size)

@@ -406,7 +406,32 @@ typedef struct mca_btl_ofi_look_plan_t {
     int64_t linger_ns; /**< btl_ofi_progress_linger_us */
     int interval_us;   /**< the awake period (btl_ofi_progress_idle_us, backed off) */
     int sleep_us;      /**< btl_ofi_progress_sleep_us */
+    bool contended;    /**< the rank waits for its CPU behind other processes' work */
 } mca_btl_ofi_look_plan_t;
+
+/**
+ * A rank that spins in MPI on a core it shares with another process's
+ * work never sleeps, so it gets the core back only when the other's slice
+ * ends (3 ms here); a thread of its own that wakes makes the scheduler
+ * choose again.  So while traffic is recent on such a core, a thread that
+ * found the rank in MPI looks every MCA_BTL_OFI_CONTENDED_LOOK_US, not
+ * after the sleep period, though it steps in for nothing (beside one
+ * CPU-bound process per core, put_rate 1 MiB, np 2, 15 rounds: sockets
+ * 1.84 times thread-off's rate, 1.04 with the sleep; tcp;ofi_rxm 2.53
+ * against 1.40).  Idle, such looks cost tcp;ofi_rxm get_bw 64 KiB a
+ * quarter of its rate (they tip it to its slow mode), so they are kept for a
+ * rank that waited for its CPU more than 1/MCA_BTL_OFI_CONTENDED_SHARE of
+ * the last MCA_BTL_OFI_CONTENDED_SAMPLE_NS (measured: 1 % idle, 70 % beside
+ * the load), and never where the job's own ranks outnumber the CPUs (their
+ * periods grow instead).
+ */
+#define MCA_BTL_OFI_CONTENDED_LOOK_US   1600
+#define MCA_BTL_OFI_CONTENDED_SHARE     8
+#define MCA_BTL_OFI_CONTENDED_SAMPLE_NS 100000000
+
+/** Whether @p waited_ns of run-queue wait in @p wall_ns says the rank's
+ * core is contended. */
+bool mca_btl_ofi_cpu_contended(int64_t waited_ns, int64_t wall_ns);
 
 /**
  * Microseconds until the thread's next look: -1 (no timer) while nothing
@@ -422,7 +447,8 @@ typedef struct mca_btl_ofi_look_plan_t {
  * can wake the thread: the sleep period after a look that found the
  * application in every context with no send of ours outstanding (a peer
  * that then waits on us wakes the thread, and what the rank waits on
- * itself it progresses itself), or once traffic has been quiet for the
+ * itself it progresses itself; MCA_BTL_OFI_CONTENDED_LOOK_US instead
+ * while its core is contended), or once traffic has been quiet for the
  * linger time; the awake interval otherwise.
  */
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);

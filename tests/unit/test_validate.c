@@ -872,6 +872,38 @@ static void test_look_after(void **state)
     assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
     plan.quiet_ns = plan.linger_ns;
     assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+    /* the application in MPI on a contended core: short looks while
+     * traffic is recent, so that its rank gets the core back sooner */
+    plan.can_sleep = true;
+    plan.contended = true;
+    plan.quiet_ns = 0;
+    assert_int_equal(MCA_BTL_OFI_CONTENDED_LOOK_US, mca_btl_ofi_look_after_us(&plan));
+    /* ... never longer than the sleep period, and asleep once quiet */
+    plan.sleep_us = 1000;
+    assert_int_equal(1000, mca_btl_ofi_look_after_us(&plan));
+    plan.sleep_us = 10000;
+    plan.quiet_ns = plan.linger_ns;
+    assert_int_equal(10000, mca_btl_ofi_look_after_us(&plan));
+    /* the application away: the awake period, contended or not */
+    plan.quiet_ns = 0;
+    plan.app_present = false;
+    assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
+}
+
+static void test_cpu_contended(void **state)
+{
+    const int64_t wall = MCA_BTL_OFI_CONTENDED_SAMPLE_NS;
+    (void) state;
+
+    /* idle: about 1 % of the time waiting for a CPU */
+    assert_false(mca_btl_ofi_cpu_contended(wall / 100, wall));
+    assert_false(mca_btl_ofi_cpu_contended(wall / MCA_BTL_OFI_CONTENDED_SHARE, wall));
+    assert_true(mca_btl_ofi_cpu_contended(wall / MCA_BTL_OFI_CONTENDED_SHARE + 1, wall));
+    /* beside one CPU-bound process per core: about 70 % */
+    assert_true(mca_btl_ofi_cpu_contended(wall * 7 / 10, wall));
+    /* no time passed, or a counter that went backwards: not contended */
+    assert_false(mca_btl_ofi_cpu_contended(1000, 0));
+    assert_false(mca_btl_ofi_cpu_contended(-1000, wall));
 }
 
 static void test_modex_carries_wake_address(void **state)
@@ -1065,6 +1097,7 @@ int main(void)
         cmocka_unit_test(test_wake_route),
         cmocka_unit_test(test_wake_due),
         cmocka_unit_test(test_eager_waits),
+        cmocka_unit_test(test_cpu_contended),
         cmocka_unit_test(test_stall_read_pacing),
         cmocka_unit_test(test_wake_after),
         cmocka_unit_test(test_look_after),
