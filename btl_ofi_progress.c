@@ -810,31 +810,41 @@ static void cpu_wait_close(void)
     }
 }
 
-static bool cpu_contended(int64_t now)
+/* The rank's run-queue wait so far, in ns; false where it cannot be read. */
+static bool read_cpu_wait(int64_t *waited_ns)
 {
     char text[96];
     unsigned long long ran, waited;
-    ssize_t n;
+    ssize_t n = pread(cpu_wait.fd, text, sizeof(text) - 1, 0);
+
+    if (n <= 0) {
+        return false;
+    }
+    text[n] = '\0';
+    if (2 != sscanf(text, "%llu %llu", &ran, &waited)) {
+        return false;
+    }
+    *waited_ns = (int64_t) waited;
+    return true;
+}
+
+static bool cpu_contended(int64_t now)
+{
+    int64_t waited;
 
     if (cpu_wait.fd < 0 || now - cpu_wait.at_ns < MCA_BTL_OFI_CONTENDED_SAMPLE_NS) {
         return cpu_wait.contended;
     }
-    n = pread(cpu_wait.fd, text, sizeof(text) - 1, 0);
-    if (n <= 0) {
-        cpu_wait_close();
-        return cpu_wait.contended = false;
-    }
-    text[n] = '\0';
-    if (2 != sscanf(text, "%llu %llu", &ran, &waited)) {
+    if (!read_cpu_wait(&waited)) {
         cpu_wait_close();
         return cpu_wait.contended = false;
     }
     if (0 != cpu_wait.at_ns) {
         cpu_wait.contended =
-            mca_btl_ofi_cpu_contended((int64_t) waited - cpu_wait.waited_ns, now - cpu_wait.at_ns);
+            mca_btl_ofi_cpu_contended(waited - cpu_wait.waited_ns, now - cpu_wait.at_ns);
     }
     cpu_wait.at_ns = now;
-    cpu_wait.waited_ns = (int64_t) waited;
+    cpu_wait.waited_ns = waited;
     return cpu_wait.contended;
 }
 
