@@ -775,9 +775,9 @@ int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t
 mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_of_sender(mca_btl_ofi_module_t *module,
                                                        const mca_btl_ofi_am_hdr_t *hdr);
 /** Wake the progress thread of every peer this module's operations wait
- * on, none where they wait on more than @p most peers (0: no limit);
- * returns how many were woken. */
-int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int most);
+ * on; with @p lone_only, only where they wait on one peer.  Returns how
+ * many were woken. */
+int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, bool lone_only);
 /** Hear from the runtime when a job connected to ours ends (component
  * init), and stop (component close). */
 void mca_btl_ofi_peer_jobs_watch(void);

@@ -708,11 +708,11 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
     now = mca_btl_ofi_now_ns();
     mca_btl_ofi_stall_clock_read(&module->stall, now);
     if (at_once) {
-        (void) mca_btl_ofi_endpoints_wake_waited(module, 1);
+        (void) mca_btl_ofi_endpoints_wake_waited(module, true);
     }
     if (mca_btl_ofi_wake_due(&module->stall, now, after, true)) {
         module->stall.woke_ns = now;
-        module->stall.woke_peers = (uint32_t) mca_btl_ofi_endpoints_wake_waited(module, 0);
+        module->stall.woke_peers = (uint32_t) mca_btl_ofi_endpoints_wake_waited(module, false);
         if (NULL != module->on_stall) {
             module->on_stall(module, now);
         }

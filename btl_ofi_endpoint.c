@@ -506,21 +506,38 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_of_sender(mca_btl_ofi_module_t *mod
     return endpoint;
 }
 
-static int count_waited(mca_btl_ofi_module_t *module)
+/* The one endpoint our operations wait on; NULL where they wait on none
+ * or on several. */
+static mca_btl_ofi_endpoint_t *lone_waited(mca_btl_ofi_module_t *module)
 {
-    mca_btl_ofi_endpoint_t *endpoint;
-    int waited = 0;
+    mca_btl_ofi_endpoint_t *endpoint, *lone = NULL;
 
     OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        waited += endpoint->outstanding > 0;
+        if (endpoint->outstanding > 0) {
+            if (NULL != lone) {
+                return NULL;
+            }
+            lone = endpoint;
+        }
     }
-    return waited;
+    return lone;
 }
 
-int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int most)
+static int wake_every_waited(mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_endpoint_t *endpoint;
     int woken = 0;
+
+    OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        woken += endpoint->outstanding > 0 && mca_btl_ofi_wake_send(&endpoint->wake);
+    }
+    return woken;
+}
+
+int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, bool lone_only)
+{
+    mca_btl_ofi_endpoint_t *lone;
+    int woken;
 
     /* from progress: an application thread may hold the lock around a
      * call that progresses (add_procs does not, but nothing forbids it),
@@ -528,14 +545,11 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int most)
     if (mca_btl_ofi_threaded() && 0 != opal_mutex_trylock(&module->lock)) {
         return 0;
     }
-    if (most > 0 && count_waited(module) > most) {
-        mca_btl_ofi_unlock(&module->lock);
-        return 0;
-    }
-    OPAL_LIST_FOREACH(endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        if (endpoint->outstanding > 0 && mca_btl_ofi_wake_send(&endpoint->wake)) {
-            ++woken;
-        }
+    if (lone_only) {
+        lone = lone_waited(module);
+        woken = NULL != lone && mca_btl_ofi_wake_send(&lone->wake);
+    } else {
+        woken = wake_every_waited(module);
     }
     mca_btl_ofi_unlock(&module->lock);
     if (woken > 0) {

@@ -36,10 +36,10 @@
 /* What the component's other files define for a real process. */
 mca_btl_ofi_component_t mca_btl_ofi_component;
 
-int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, int most)
+int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, bool lone_only)
 {
     (void) module;
-    (void) most;
+    (void) lone_only;
     return 0; /* no peers here: the fake CQ completes everything */
 }
 
