@@ -1069,6 +1069,11 @@ void mca_btl_ofi_progress_expose(int delta, bool window)
     }
 }
 
+bool mca_btl_ofi_progress_exposed(void)
+{
+    return progress_thread.exposed > 0;
+}
+
 /* The first send after the thread stopped watching: wake it, or start it. */
 void mca_btl_ofi_progress_watch_sends(void)
 {

@@ -101,6 +101,8 @@ void mca_btl_ofi_progress_thread_stop(void);
  * aim a one-sided operation at us, and the thread waits with no timer.
  */
 void mca_btl_ofi_progress_expose(int delta, bool window);
+/** Whether a registration that peers may aim at is held now. */
+bool mca_btl_ofi_progress_exposed(void);
 
 /**
  * Zero while a send of ours would find the thread not watching sends: a

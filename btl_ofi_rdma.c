@@ -1236,8 +1236,12 @@ static void progress_rails(mca_btl_ofi_module_t *module)
     if (NULL != module->same_host) {
         events += mca_btl_ofi_progress_module(module->same_host);
     }
-    if (0 == events && opal_progress_yield_when_idle) {
-        (void) sched_yield();
+    if (0 == events) {
+        if (opal_progress_yield_when_idle) {
+            (void) sched_yield();
+        } else {
+            mca_btl_ofi_empty_pass_pause();
+        }
     }
 }
 
