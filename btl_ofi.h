@@ -1066,6 +1066,12 @@ static inline int64_t mca_btl_ofi_now_ns(void)
     return (int64_t) t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/** Whether @p module's provider is shm (same-node peers only). */
+static inline bool mca_btl_ofi_on_shm(const mca_btl_ofi_module_t *module)
+{
+    return 0 == strcmp(module->info->fabric_attr->prov_name, "shm");
+}
+
 /** One spin-wait hint to the CPU: x86's pause, aarch64's yield. */
 static inline void mca_btl_ofi_cpu_pause(void)
 {

@@ -177,7 +177,7 @@ static int usable_contexts(mca_btl_ofi_module_t *module)
  */
 static void choose_send_completion(mca_btl_ofi_module_t *module)
 {
-    if (0 == strcmp(module->info->fabric_attr->prov_name, "shm")) {
+    if (mca_btl_ofi_on_shm(module)) {
         module->info->tx_attr->op_flags &= ~FI_DELIVERY_COMPLETE;
         module->info->tx_attr->op_flags |= FI_TRANSMIT_COMPLETE;
     }
@@ -227,7 +227,7 @@ static void choose_empty_pass_pause(const mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
 
-    if (0 == c->empty_pass_pauses && 0 == strcmp(module->info->fabric_attr->prov_name, "shm")) {
+    if (0 == c->empty_pass_pauses && mca_btl_ofi_on_shm(module)) {
         c->empty_pass_pauses = pauses_lasting(EMPTY_PASS_PAUSE_NS);
         MCA_BTL_OFI_VERBOSE(10, "shm: a progress pass that finds nothing pauses %d times",
                             c->empty_pass_pauses);
@@ -268,7 +268,7 @@ static void name_shm_endpoint_uniquely(mca_btl_ofi_module_t *module)
     struct timespec now;
     int rc;
 
-    if (0 != strcmp(module->info->fabric_attr->prov_name, "shm")) {
+    if (!mca_btl_ofi_on_shm(module)) {
         return;
     }
     rc = fi_getname(&module->ep->fid, name, &len);

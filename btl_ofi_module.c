@@ -368,7 +368,7 @@ static bool copies_local_peers(const mca_btl_ofi_module_t *module)
 {
     int mode = mca_btl_ofi_component.local_copy;
 
-    if (0 == mode || 0 == strcmp(module->info->fabric_attr->prov_name, "shm")) {
+    if (0 == mode || mca_btl_ofi_on_shm(module)) {
         return false;
     }
     if (mode < 0 && !job_spans_hosts()) {
