@@ -136,6 +136,7 @@ typedef enum {
     MCA_BTL_OFI_CNT_AV_REMOVE, /**< peers that left (said so, or their job ended) removed from it */
     MCA_BTL_OFI_CNT_IN_PLACE_ATOMIC, /**< atomics on our own memory applied in place */
     MCA_BTL_OFI_CNT_PEER_LEFT,       /**< peers of other jobs that said they leave */
+    MCA_BTL_OFI_CNT_EMPTY_PAUSE,     /**< application passes that found nothing and paused */
     MCA_BTL_OFI_CNT_MAX,
 } mca_btl_ofi_counter_t;
 
@@ -1083,9 +1084,13 @@ static inline void mca_btl_ofi_cpu_pause(void)
 }
 
 /** Spaces an application thread's progress passes that found nothing
- * (btl_ofi_context.c says why). */
-static inline void mca_btl_ofi_empty_pass_pause(void)
+ * (btl_ofi_context.c says why); counted on @p module. */
+static inline void mca_btl_ofi_empty_pass_pause(mca_btl_ofi_module_t *module)
 {
+    if (0 == mca_btl_ofi_component.empty_pass_pauses) {
+        return;
+    }
+    mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_EMPTY_PAUSE, 1);
     for (int i = 0; i < mca_btl_ofi_component.empty_pass_pauses; ++i) {
         mca_btl_ofi_cpu_pause();
     }

@@ -856,6 +856,11 @@ static const struct {
     [MCA_BTL_OFI_CNT_PEER_LEFT] = { "peer_left_count",
                                     "Processes of another job (spawned, connected) that said they "
                                     "leave, from their MPI_Finalize" },
+    [MCA_BTL_OFI_CNT_EMPTY_PAUSE] = { "empty_pause_count",
+                                      "Progress passes of application threads that found "
+                                      "nothing while operations of ours were awaited or memory "
+                                      "exposed, each followed by a pause of about 100 ns (shm "
+                                      "only)" },
 };
 
 static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)

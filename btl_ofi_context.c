@@ -851,7 +851,7 @@ int mca_btl_ofi_progress(void)
         }
     }
     if (0 == events && 0 != mca_btl_ofi_component.empty_pass_pauses && awaits_or_serves()) {
-        mca_btl_ofi_empty_pass_pause();
+        mca_btl_ofi_empty_pass_pause(mca_btl_ofi_component.modules[0]);
     }
     return events;
 }

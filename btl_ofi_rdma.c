@@ -1240,7 +1240,7 @@ static void progress_rails(mca_btl_ofi_module_t *module)
         if (opal_progress_yield_when_idle) {
             (void) sched_yield();
         } else {
-            mca_btl_ofi_empty_pass_pause();
+            mca_btl_ofi_empty_pass_pause(module);
         }
     }
 }

@@ -22,17 +22,17 @@ const char *const btl_ofi_pvars_standard[BTL_OFI_PVARS_NUM_STANDARD] = {
 
 /* The counters btl_ofi_component.c registers (each also as nic_<name>). */
 static const char *const pvar_base_names[] = {
-    "put_count",          "put_bytes",        "get_count",
-    "get_bytes",          "atomic_count",     "send_count",
-    "send_bytes",         "recv_count",       "recv_bytes",
-    "flush_count",        "retry_count",      "error_count",
-    "mr_count",           "mr_release_count", "wake_sent_count",
-    "wake_recv_count",    "look_count",       "look_timer_count",
-    "look_woken_count",   "step_in_count",    "expose_count",
-    "repost_count",       "rail_down_count",  "local_copy_count",
-    "local_atomic_count", "look_late_count",  "nudge_count",
-    "av_insert_count",    "av_remove_count",  "in_place_atomic_count",
-    "peer_left_count",
+    "put_count",          "put_bytes",         "get_count",
+    "get_bytes",          "atomic_count",      "send_count",
+    "send_bytes",         "recv_count",        "recv_bytes",
+    "flush_count",        "retry_count",       "error_count",
+    "mr_count",           "mr_release_count",  "wake_sent_count",
+    "wake_recv_count",    "look_count",        "look_timer_count",
+    "look_woken_count",   "step_in_count",     "expose_count",
+    "repost_count",       "rail_down_count",   "local_copy_count",
+    "local_atomic_count", "look_late_count",   "nudge_count",
+    "av_insert_count",    "av_remove_count",   "in_place_atomic_count",
+    "peer_left_count",    "empty_pause_count",
 };
 #define NUM_BASE  ((int) (sizeof(pvar_base_names) / sizeof(pvar_base_names[0])))
 #define NUM_PVARS (2 * NUM_BASE) /* the global ones, then the nic_ ones */
@@ -168,7 +168,7 @@ void btl_ofi_pvars_print(FILE *out, int rank)
             "PVARS rank=%d put=%ld get=%ld atomic=%ld send=%ld recv=%ld flush=%ld retry=%ld "
             "error=%ld mr_held=%ld wake_sent=%ld wake_recv=%ld look=%ld look_timer=%ld "
             "look_woken=%ld step_in=%ld expose=%ld repost=%ld rail_down=%ld local_atomic=%ld "
-            "look_late=%ld nudge=%ld\n",
+            "look_late=%ld nudge=%ld empty_pause=%ld\n",
             rank, btl_ofi_pvars_get("put_count"), btl_ofi_pvars_get("get_count"),
             btl_ofi_pvars_get("atomic_count"), btl_ofi_pvars_get("send_count"),
             btl_ofi_pvars_get("recv_count"), btl_ofi_pvars_get("flush_count"),
@@ -179,6 +179,6 @@ void btl_ofi_pvars_print(FILE *out, int rank)
             btl_ofi_pvars_get("step_in_count"), btl_ofi_pvars_get("expose_count"),
             btl_ofi_pvars_get("repost_count"), btl_ofi_pvars_get("rail_down_count"),
             btl_ofi_pvars_get("local_atomic_count"), btl_ofi_pvars_get("look_late_count"),
-            btl_ofi_pvars_get("nudge_count"));
+            btl_ofi_pvars_get("nudge_count"), btl_ofi_pvars_get("empty_pause_count"));
     fflush(out);
 }

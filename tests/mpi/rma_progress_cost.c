@@ -16,6 +16,12 @@
  * Then a put to the right neighbour and a flush check that the window
  * works, and the counters show our btl/ofi carried it.  Counts, not
  * times, are checked: a loaded machine only makes the thread look less.
+ *
+ * The pause after an application's progress pass that found nothing
+ * (empty_pause_count) is gated: before any window a rank awaits nothing of
+ * ours and exposes nothing, so however often its barriers poll, it never
+ * pauses.  With -P 1 (shm) the window's flushes must pause, with -P 0
+ * (network providers) nothing ever does.
  */
 #include "common.h"
 
@@ -24,6 +30,11 @@
  * until it progresses) for at most btl_ofi_progress_linger_us, 10 ms of
  * looks every 100 us, then 4 periods more, with a margin. */
 #define SEND_WATCH_LOOKS 150
+
+/* barriers and flushes of the pause checks: one that completes on its
+ * first pass is possible, hundreds are not */
+#define PAUSE_BARRIERS 500
+#define PAUSE_FLUSHES  100
 
 static void compute_for(double seconds)
 {
@@ -57,15 +68,17 @@ static unsigned long looks_while_computing(double seconds)
 int main(int argc, char **argv)
 {
     double phase = 1.0;
-    unsigned long bare, exposed, after, timer_looks;
+    unsigned long bare, exposed, after, timer_looks, paused_bare, paused;
     int64_t value, *slots;
-    int opt, right;
+    int opt, right, expect_pauses = -1;
     tc_window_t w;
 
     tc_init(&argc, &argv, "rma_progress_cost");
-    while ((opt = getopt(argc, argv, "s:")) != -1) {
+    while ((opt = getopt(argc, argv, "s:P:")) != -1) {
         if ('s' == opt) {
             phase = atof(optarg);
+        } else if ('P' == opt) {
+            expect_pauses = atoi(optarg);
         }
     }
     timer_looks = (unsigned long) (phase * 1e6 / 100.0);
@@ -74,21 +87,30 @@ int main(int argc, char **argv)
     TC_CHECK(0 == counter("expose_count"), "memory was exposed %lu time(s) before any window",
              counter("expose_count"));
 
+    for (int i = 0; i < PAUSE_BARRIERS; ++i) {
+        TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    paused_bare = counter("empty_pause_count");
     tc_window_open(&w, TC_WIN_CREATE, (size_t) tc_size * sizeof(int64_t));
     TC_MPI(MPI_Win_lock_all(0, w.win));
     exposed = looks_while_computing(phase);
     right = (tc_rank + 1) % tc_size;
-    value = 1000 + tc_rank;
-    TC_MPI(MPI_Put(&value, 1, MPI_INT64_T, right,
-                   tc_disp(&w, right, (size_t) tc_rank * sizeof(int64_t)), 1, MPI_INT64_T, w.win));
-    TC_MPI(MPI_Win_flush(right, w.win));
+    for (int i = 0; i < PAUSE_FLUSHES; ++i) {
+        value = 1000 + tc_rank + i;
+        TC_MPI(MPI_Put(&value, 1, MPI_INT64_T, right,
+                       tc_disp(&w, right, (size_t) tc_rank * sizeof(int64_t)), 1, MPI_INT64_T,
+                       w.win));
+        TC_MPI(MPI_Win_flush(right, w.win));
+    }
     TC_MPI(MPI_Win_unlock_all(w.win));
+    paused = counter("empty_pause_count");
     TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
     slots = (int64_t *) w.base;
     {
         int left = (tc_rank + tc_size - 1) % tc_size;
-        TC_CHECK(slots[left] == 1000 + left, "slot %d holds %" PRId64 ", expected %d", left,
-                 slots[left], 1000 + left);
+        int last = 1000 + left + PAUSE_FLUSHES - 1;
+        TC_CHECK(slots[left] == last, "slot %d holds %" PRId64 ", expected %d", left, slots[left],
+                 last);
     }
     tc_expect_pvars(TC_PVAR_SUM, "put_count");
     tc_window_close(&w);
@@ -108,6 +130,12 @@ int main(int argc, char **argv)
                  exposed, phase, timer_looks);
         TC_CHECK(after <= SEND_WATCH_LOOKS + 1,
                  "the thread looked %lu times after the window was freed", after);
+        TC_CHECK(0 == paused_bare,
+                 "%lu empty progress passes paused before anything was awaited or exposed",
+                 paused_bare);
+        TC_CHECK(expect_pauses < 0 || (expect_pauses > 0) == (paused > 0),
+                 "%lu empty progress passes paused during %d flushes (-P %d)", paused,
+                 PAUSE_FLUSHES, expect_pauses);
     }
     btl_ofi_pvars_print(stdout, tc_rank);
     return tc_finish();
