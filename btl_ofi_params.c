@@ -351,8 +351,8 @@ static const mca_btl_ofi_param_t params[] = {
         .max = 10000000,
         .help = "The progress thread's period, where every peer can wake it, once nothing "
                 "has been aimed at this process for btl_ofi_progress_linger_us or a look "
-                "found the application in MPI with no send of its own outstanding (each "
-                "further such look in a row doubles it, up to 16 times), in microseconds",
+                "found the application in MPI with no send of its own outstanding, in "
+                "microseconds",
     },
     {
         .name = "progress_linger_us",

@@ -964,7 +964,6 @@ static void *progress_thread_main(void *arg)
         }
         plan.interval_us = next_interval_us(plan.interval_us, stepped_in);
         plan.app_present = !stepped_in;
-        plan.present_looks = stepped_in ? 0 : plan.present_looks + 1;
         woken_for_nothing = LOOK_WOKEN == cause && !stepped_in;
     }
     cpu_wait_close();

@@ -21,7 +21,6 @@
 #include "btl_ofi_validate.h"
 
 #include <dirent.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -518,21 +517,6 @@ int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes, int64_t ops)
     return (int64_t) wake_us * 1000 + charged * 1000 / MCA_BTL_OFI_WAKE_BYTES_PER_US;
 }
 
-static int sleep_after_us(const mca_btl_ofi_look_plan_t *plan)
-{
-    int doublings = plan->present_looks - 1;
-    int64_t us;
-
-    if (doublings <= 0) {
-        return plan->sleep_us;
-    }
-    if (doublings > MCA_BTL_OFI_PRESENT_DOUBLINGS) {
-        doublings = MCA_BTL_OFI_PRESENT_DOUBLINGS;
-    }
-    us = (int64_t) plan->sleep_us << doublings;
-    return us > INT_MAX ? INT_MAX : (int) us;
-}
-
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
 {
     if (!plan->exposed) {
@@ -545,12 +529,12 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
         return plan->interval_us;
     }
     if (plan->quiet_ns >= plan->linger_ns) {
-        return sleep_after_us(plan);
+        return plan->sleep_us;
     }
     if (plan->app_present && !plan->own_sends) {
         return (plan->contended && plan->sleep_us > MCA_BTL_OFI_CONTENDED_LOOK_US)
                    ? MCA_BTL_OFI_CONTENDED_LOOK_US
-                   : sleep_after_us(plan);
+                   : plan->sleep_us;
     }
     return plan->interval_us;
 }

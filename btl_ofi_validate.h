@@ -407,19 +407,7 @@ typedef struct mca_btl_ofi_look_plan_t {
     int interval_us;   /**< the awake period (btl_ofi_progress_idle_us, backed off) */
     int sleep_us;      /**< btl_ofi_progress_sleep_us */
     bool contended;    /**< the rank waits for its CPU behind other processes' work */
-    int present_looks; /**< looks in a row that found the application in every context */
 } mca_btl_ofi_look_plan_t;
-
-/*
- * A rank found in MPI look after look communicates: what it awaits it
- * progresses itself, and a peer that waits on it wakes the thread.  Its
- * looks then only take its core from it (each one a context switch and a
- * nudge on that core): on tcp;ofi_rxm, 64 KiB get_bw with a look every
- * 50 ms read 0.95-0.97 of thread-off's.  So every such look in a row
- * doubles the sleep period, at most MCA_BTL_OFI_PRESENT_DOUBLINGS times
- * (docs/decisions.md).
- */
-#define MCA_BTL_OFI_PRESENT_DOUBLINGS 4
 
 /**
  * A rank that spins in MPI on a core it shares with another process's
@@ -461,9 +449,7 @@ bool mca_btl_ofi_cpu_contended(int64_t waited_ns, int64_t wall_ns);
  * that then waits on us wakes the thread, and what the rank waits on
  * itself it progresses itself; MCA_BTL_OFI_CONTENDED_LOOK_US instead
  * while its core is contended), or once traffic has been quiet for the
- * linger time; the awake interval otherwise.  A sleep after the second
- * and later looks in a row that found the application is doubled
- * (MCA_BTL_OFI_PRESENT_DOUBLINGS).
+ * linger time; the awake interval otherwise.
  */
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);
 
