@@ -55,6 +55,7 @@
  * run stays well under a minute. */
 #define POINT_TIME_CAP              0.1
 #define WARMUP_TIME_CAP             0.05
+#define LATENCY_WARMUP              2000 /* as bench/mpi_bench_util.h */
 #define LATENCY_OPS_PER_CLOCK_CHECK 8
 /* A sweep stops before a size whose single step (op or window) is predicted
  * to take longer than this: udp;ofi_rxd on a loaded box moves ~15 MB/s, and
@@ -977,7 +978,7 @@ static void plan_iterations(const struct options *opt, const struct bench_desc *
 
     if (b->kind == KIND_LATENCY) {
         plan->iters = large ? 100 : 1000;
-        plan->warmup = large ? 10 : 100;
+        plan->warmup = large ? 10 : LATENCY_WARMUP;
     } else {
         /* Counted in windows of WINDOW operations, as OSU does. */
         plan->iters = large ? 20 : 100;
@@ -1249,7 +1250,7 @@ static void print_usage(FILE *f)
             "               64 KiB) for latency, 100 (20 above 64 KiB) windows\n"
             "               for bw/rate, cut short after %.2f s per size; the\n"
             "               sweep stops where one step would take over %.0f s\n"
-            "  -w WARMUP    untimed iterations first (default 100/10 latency,\n"
+            "  -w WARMUP    untimed iterations first (default 2000/10 latency,\n"
             "               10/2 windows bw/rate, cut short after %.2f s)\n"
             "  -T SECS      abort with an error after SECS seconds (default %d,\n"
             "               0 = never)\n"

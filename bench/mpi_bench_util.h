@@ -18,6 +18,7 @@
 #define BENCH_LARGE_MSG       65536
 #define BENCH_POINT_TIME_CAP  0.1
 #define BENCH_WARMUP_TIME_CAP 0.05
+#define BENCH_LATENCY_WARMUP  2000 /* operations before a small latency row */
 #define BENCH_DEFAULT_TIMEOUT 120
 #define BENCH_MAX_SIZE_LIMIT  ((size_t) 1 << 30)
 

@@ -211,7 +211,7 @@ static void print_usage(FILE *f)
             "  -i ITERS  timed iterations (latency: operations, bw/rate: windows of\n"
             "            %d); default 1000/100 (latency), 100/20 windows (bw), the\n"
             "            second above 64 KiB, cut short after %.2f s per size\n"
-            "  -w WARMUP untimed iterations first (default 100/10, 10/2 windows)\n"
+            "  -w WARMUP untimed iterations first (default 2000/10, 10/2 windows)\n"
             "  -c CAP    seconds per size before the timed loop is cut short\n"
             "            (0 = never; ignored with -i)\n"
             "  -q        quick: a tenth of the default iterations\n"

@@ -89,7 +89,7 @@ static void print_usage(FILE *f)
             "  -i ITERS  timed iterations (bw: windows); default 1000/100 (pingpong),\n"
             "            100/20 (bw), the second above 64 KiB, cut short after\n"
             "            %.2f s per size\n"
-            "  -w WARMUP untimed iterations first (default 100/10, 10/2)\n"
+            "  -w WARMUP untimed iterations first (default 2000/10, 10/2)\n"
             "  -c CAP    seconds per size before the timed loop is cut short\n"
             "            (0 = never; ignored with -i)\n"
             "  -q        quick: a tenth of the default iterations\n"
