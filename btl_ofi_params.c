@@ -233,7 +233,7 @@ static const mca_btl_ofi_param_t params[] = {
         .type = MCA_BASE_VAR_TYPE_BOOL,
         .level = OPAL_INFO_LVL_6,
         .storage = &COMPONENT->origin_rma,
-        .def = false,
+        .def = true,
         .help = "Writes and reads that complete at the origin where the provider can (shm "
                 "with cross-memory attach): no progress needed at the target, a system call "
                 "each",
