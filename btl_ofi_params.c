@@ -235,8 +235,8 @@ static const mca_btl_ofi_param_t params[] = {
         .storage = &COMPONENT->origin_rma,
         .def = true,
         .help = "Writes and reads that complete at the origin where the provider can (shm "
-                "with cross-memory attach): no progress needed at the target, a system call "
-                "each",
+                "of libfabric 1.x with cross-memory attach): no progress needed at the "
+                "target, a system call each",
     },
     /* == Progress == */
     {
