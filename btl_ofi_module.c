@@ -339,7 +339,7 @@ static bool cross_memory_attach_allowed(void)
  * Without cross-memory attach shm queues the transfer for the target
  * instead and would report it complete too early, so then we keep
  * delivery-complete.  No other provider promises this; they all keep it.
- * Only libfabric 1.x: with 2.1's shm, origin copies beside atomics left
+ * Only shm of libfabric 1.x: with 2.1's, origin copies beside atomics left
  * wrong sums in rma_accumulate, rma_sync and rma_atomics (libfabric2 lane).
  */
 static bool origin_completes_rma(const mca_btl_ofi_module_t *module)
@@ -350,9 +350,10 @@ static bool origin_completes_rma(const mca_btl_ofi_module_t *module)
 #if defined(FI_ORDER_RMA_RAR)
     rma_order |= FI_ORDER_RMA_RAR | FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAR | FI_ORDER_RMA_WAW;
 #endif
-    return mca_btl_ofi_component.origin_rma && FI_MAJOR(fi_version()) < 2
-           && 0 == strcmp(info->fabric_attr->prov_name, "shm") && module->virt_addr
-           && 0 == (info->tx_attr->msg_order & rma_order) && cross_memory_attach_allowed();
+    return mca_btl_ofi_component.origin_rma && 0 == strcmp(info->fabric_attr->prov_name, "shm")
+           && FI_VERSION_LT(info->fabric_attr->prov_version, MCA_BTL_OFI_RELEASE(2, 0))
+           && module->virt_addr && 0 == (info->tx_attr->msg_order & rma_order)
+           && cross_memory_attach_allowed();
 }
 
 /* Whether the job has ranks on other hosts: only then does a network
