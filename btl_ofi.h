@@ -59,6 +59,7 @@
 
 #include <assert.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -621,6 +622,9 @@ typedef struct mca_btl_ofi_component_t {
      * init): what only the application touches (one-sided completion
      * objects and counts, delivery order) needs atomics only then */
     bool app_threads;
+    /** the domains are FI_THREAD_COMPLETION: posts take the context lock
+     * that CQ reads take (the provider's own locks are off) */
+    bool posts_locked;
     /** no progress thread and a provider that moves data only when called:
      * between the application's calls nothing does, so a send is done for
      * ob1 only when it left by inject or the provider completed it */
@@ -673,8 +677,20 @@ static inline bool mca_btl_ofi_ctx_trylock(mca_btl_ofi_ctx_lock_t *lock)
            || (0 == *lock && opal_atomic_compare_exchange_strong_acq_32(lock, &unlocked, 1));
 }
 
-/** Waits for a context lock another thread holds (btl_ofi_context.c). */
-void mca_btl_ofi_ctx_lock_wait(mca_btl_ofi_ctx_lock_t *lock);
+/* A holder keeps the lock for one CQ batch, one post or one list
+ * operation; one that takes longer was most likely preempted, and spinning
+ * on would keep it off its core. */
+#define MCA_BTL_OFI_CTX_LOCK_SPINS 256
+
+static inline void mca_btl_ofi_ctx_lock_wait(mca_btl_ofi_ctx_lock_t *lock)
+{
+    for (int spins = 0; !mca_btl_ofi_ctx_trylock(lock); ++spins) {
+        if (spins >= MCA_BTL_OFI_CTX_LOCK_SPINS) {
+            (void) sched_yield();
+            spins = 0;
+        }
+    }
+}
 
 static inline void mca_btl_ofi_ctx_lock(mca_btl_ofi_ctx_lock_t *lock)
 {
@@ -688,6 +704,21 @@ static inline void mca_btl_ofi_ctx_unlock(mca_btl_ofi_ctx_lock_t *lock)
     if (mca_btl_ofi_threaded()) {
         /* a release: the holder's reads and writes stay inside */
         __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+    }
+}
+
+/* A post enters the endpoint whose CQ another thread may be reading. */
+static inline void mca_btl_ofi_post_begin(mca_btl_ofi_context_t *context)
+{
+    if (mca_btl_ofi_component.posts_locked) {
+        mca_btl_ofi_ctx_lock(&context->lock);
+    }
+}
+
+static inline void mca_btl_ofi_post_end(mca_btl_ofi_context_t *context)
+{
+    if (mca_btl_ofi_component.posts_locked) {
+        mca_btl_ofi_ctx_unlock(&context->lock);
     }
 }
 
@@ -913,6 +944,9 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get_same_host(mca_btl_ofi_module_t *module,
                                                    void *cbcontext, void *cbdata);
 /** Post through @p post with bounded EAGAIN retries; on failure @p comp is returned. */
 int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg);
+/** The same for a @p post that sends a message (frag.c's send path locks
+ * the context itself). */
+int mca_btl_ofi_post_as_message(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg);
 /** Before posting an operation on rail @p r of a lead module with rails:
  * counts it in flight to the peer, with where it goes (@p raddr, @p rkey,
  * @p size) for a probe. */

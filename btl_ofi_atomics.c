@@ -608,7 +608,8 @@ static int start_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *en
         mca_btl_ofi_rail_watch(comp, 0, args->raddr, args->rkey,
                                mca_btl_ofi_datatype_size(args->dt));
     }
-    rc = mca_btl_ofi_post(comp, module->emulate_atomics ? post_emulated_atomic : post, args);
+    rc = module->emulate_atomics ? mca_btl_ofi_post_as_message(comp, post_emulated_atomic, args)
+                                 : mca_btl_ofi_post(comp, post, args);
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
         mca_btl_ofi_app_count(module, MCA_BTL_OFI_CNT_ATOMIC, 1);
     }

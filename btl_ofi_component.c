@@ -360,9 +360,37 @@ static int collect_nics(struct fi_info *list, const char *prov, uint64_t require
     return count;
 }
 
-static struct fi_info *hints_for(struct fi_info *hints, uint64_t caps, bool threads)
+/* What discovery asks: the provider's own locks whenever a second thread
+ * (the application's or our progress thread) may enter it. */
+static enum fi_threading threading_to_ask(const mca_btl_ofi_component_t *c)
 {
-    mca_btl_ofi_fill_hints(hints, caps, FI_PROGRESS_UNSPEC, threads);
+    if (c->app_threads || MCA_BTL_OFI_PROGRESS_THREAD_OFF != c->progress_thread) {
+        return FI_THREAD_SAFE;
+    }
+    return FI_THREAD_DOMAIN;
+}
+
+/* Application threads may enter one endpoint at once.  Our progress thread
+ * alone needs only that an endpoint and its CQ are never entered twice at
+ * once, which the context lock gives once posts and AV changes take it
+ * too: ofi_rxm then leaves out the locks it takes on every post and CQ
+ * read.  shm moved no row; net (libfabric 1.17) hung in spawn with it,
+ * and 2.1's tcp in rma_sync (2.1 opens that as another kind of domain). */
+static enum fi_threading threading_for(const mca_btl_ofi_component_t *c, const char *prov,
+                                       enum fi_threading asked)
+{
+    const char *util = strchr(prov, ';');
+
+    if (FI_THREAD_SAFE != asked || c->app_threads || NULL == util
+        || 0 != strcmp(util, ";ofi_rxm")) {
+        return asked;
+    }
+    return FI_THREAD_COMPLETION;
+}
+
+static struct fi_info *hints_for(struct fi_info *hints, uint64_t caps, enum fi_threading threading)
+{
+    mca_btl_ofi_fill_hints(hints, caps, FI_PROGRESS_UNSPEC, threading);
     return hints;
 }
 
@@ -395,8 +423,8 @@ static void keep_choice(choice_t *kept, struct fi_info *list, uint64_t caps, con
  * list names only by a layer is kept while later rounds look for one it
  * names exactly.
  */
-static int discover(const provider_filter_t *filter, bool threads, struct fi_info **list_out,
-                    uint64_t *caps_out, const char **prov_out)
+static int discover(const provider_filter_t *filter, enum fi_threading threading,
+                    struct fi_info **list_out, uint64_t *caps_out, const char **prov_out)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     mca_btl_ofi_wishes_t w = {
@@ -418,7 +446,7 @@ static int discover(const provider_filter_t *filter, bool threads, struct fi_inf
         struct fi_info *list = NULL;
         const char *prov = NULL;
 
-        if (0 == query_providers(hints_for(hints, caps, threads), &list) && NULL != list) {
+        if (0 == query_providers(hints_for(hints, caps, threading), &list) && NULL != list) {
             prov = choose_provider(list, required, filter);
         }
         if (NULL == prov) {
@@ -445,21 +473,23 @@ static int discover(const provider_filter_t *filter, bool threads, struct fi_inf
     return OPAL_SUCCESS;
 }
 
-/** Ask again for the chosen provider with our preferred progress model. */
-static struct fi_info *requery_with_progress(const char *prov, uint64_t caps, bool threads)
+/** Ask again for the chosen provider with our preferred progress model
+ * and @p threading; NULL when discovery's answer has both already. */
+static struct fi_info *requery(const char *prov, uint64_t caps, enum fi_threading threading)
 {
     struct fi_info *hints = fi_allocinfo(), *list = NULL;
     int progress = mca_btl_ofi_component.progress_mode;
 
-    if (NULL == hints || FI_PROGRESS_UNSPEC == progress) {
+    if (NULL == hints || (FI_PROGRESS_UNSPEC == progress && FI_THREAD_COMPLETION != threading)) {
         fi_freeinfo(hints);
         return NULL;
     }
-    mca_btl_ofi_fill_hints(hints, caps, progress, threads);
+    mca_btl_ofi_fill_hints(hints, caps, progress, threading);
     hints->fabric_attr->prov_name = strdup(prov);
     if (0 != query_providers(hints, &list)) {
         list = NULL;
-        MCA_BTL_OFI_VERBOSE(10, "%s cannot do the requested progress model; using its own", prov);
+        MCA_BTL_OFI_VERBOSE(
+            10, "%s cannot do the requested progress or threading model; using its own", prov);
     }
     fi_freeinfo(hints);
     return list;
@@ -529,7 +559,7 @@ static bool same_host_atomics_wanted(const provider_filter_t *filter)
  * module of the shm provider, opened after the NICs' (the modex publishes
  * its name last), takes them.  Failing that, they stay where they were.
  */
-static void open_same_host_module(const provider_filter_t *filter, bool threads)
+static void open_same_host_module(const provider_filter_t *filter, enum fi_threading threading)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     struct fi_info *hints = NULL, *list = NULL;
@@ -539,7 +569,7 @@ static void open_same_host_module(const provider_filter_t *filter, bool threads)
     if (!same_host_atomics_wanted(filter) || NULL == (hints = fi_allocinfo())) {
         goto out;
     }
-    mca_btl_ofi_fill_hints(hints, caps, FI_PROGRESS_MANUAL, threads);
+    mca_btl_ofi_fill_hints(hints, caps, FI_PROGRESS_MANUAL, threading);
     hints->fabric_attr->prov_name = strdup("shm");
     if (0 != query_providers(hints, &list) || NULL == list) {
         MCA_BTL_OFI_VERBOSE(1, "same-host atomics stay on %s: no shm with RMA and atomics",
@@ -677,7 +707,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     const char *prov = NULL;
     uint64_t caps = 0;
     int count;
-    bool threads;
+    enum fi_threading threading;
 
     *num_btl_modules = 0;
     c->output = opal_common_ofi.output;
@@ -696,8 +726,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     c->max_send_size = mca_btl_ofi_module_template.super.btl_max_send_size;
     c->app_threads = enable_mpi_threads || enable_progress_threads || opal_using_threads();
     c->threaded = c->app_threads;
-    /* the provider is asked for thread safety whenever our thread may run */
-    threads = c->threaded || MCA_BTL_OFI_PROGRESS_THREAD_OFF != c->progress_thread;
+    threading = threading_to_ask(c);
 
     filter.one_node = job_on_one_node();
     filter.include = (NULL != opal_common_ofi.prov_include) ? *opal_common_ofi.prov_include : NULL;
@@ -716,7 +745,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         filter.exclude = NULL;
     }
 
-    if (OPAL_SUCCESS != discover(&filter, threads, &list, &caps, &prov)) {
+    if (OPAL_SUCCESS != discover(&filter, threading, &list, &caps, &prov)) {
         report_no_provider(&filter);
         goto out;
     }
@@ -725,7 +754,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     choose_eager_limits(c->provider_name);
     choose_sockets_buffers(c->provider_name);
 
-    progress_list = requery_with_progress(c->provider_name, caps, threads);
+    progress_list = requery(c->provider_name, caps, threading_for(c, c->provider_name, threading));
     count = 0;
     if (NULL != progress_list) {
         count = collect_nics(progress_list, c->provider_name, caps, &filter, nics, c->max_nics);
@@ -733,8 +762,11 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     if (0 == count) {
         count = collect_nics(list, c->provider_name, caps, &filter, nics, c->max_nics);
     }
-    MCA_BTL_OFI_VERBOSE(1, "provider %s, %d NIC(s), %s", c->provider_name, count,
-                        c->two_sided ? "one- and two-sided" : "one-sided only");
+    c->posts_locked = count > 0 && FI_THREAD_COMPLETION == nics[0]->domain_attr->threading;
+    MCA_BTL_OFI_VERBOSE(1, "provider %s, %d NIC(s), %s, %s", c->provider_name, count,
+                        c->two_sided ? "one- and two-sided" : "one-sided only",
+                        count > 0 ? fi_tostr(&nics[0]->domain_attr->threading, FI_TYPE_THREADING)
+                                  : "");
 
     if (0 == count || OPAL_SUCCESS != open_modules(nics, count)) {
         report_no_provider(&filter);
@@ -742,7 +774,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     }
     mca_btl_ofi_rails_setup(c->modules[0]);
     if (MCA_BTL_OFI_MODE_TWO_SIDED != c->mode) {
-        open_same_host_module(&filter, threads);
+        open_same_host_module(&filter, threading);
     }
     set_wake_after();
     if (c->progress_wake_us > 0) {

@@ -48,7 +48,6 @@
 #include "opal_config.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -432,21 +431,6 @@ void mca_btl_ofi_sockets_widen(mca_btl_ofi_endpoint_t *endpoint)
 
 /* ------------------------------------------------------------------ */
 /* Reading completions                                                 */
-
-/* A holder keeps the lock for one CQ batch or one list operation; one that
- * takes longer was most likely preempted, and spinning on would keep it
- * off its core. */
-#define CTX_LOCK_SPINS 256
-
-void mca_btl_ofi_ctx_lock_wait(mca_btl_ofi_ctx_lock_t *lock)
-{
-    for (int spins = 0; !mca_btl_ofi_ctx_trylock(lock); ++spins) {
-        if (spins >= CTX_LOCK_SPINS) {
-            (void) sched_yield();
-            spins = 0;
-        }
-    }
-}
 
 static int error_status(const struct fi_cq_err_entry *err)
 {

@@ -263,6 +263,44 @@ static void note_sockets_address(mca_btl_ofi_endpoint_t *endpoint, const void *n
     endpoint->addr.widen_socket = true;
 }
 
+/* With FI_THREAD_COMPLETION a provider changes its endpoints from inside
+ * an AV call without their locks (tcp;ofi_rxm closes the peer's
+ * connection in fi_av_remove): no CQ of the module is read meanwhile.
+ * Callers hold the module lock, which no context lock holder takes. */
+static void contexts_hold(mca_btl_ofi_module_t *module, bool hold)
+{
+    if (!mca_btl_ofi_component.posts_locked) {
+        return;
+    }
+    for (int i = 0; i < module->num_contexts; ++i) {
+        if (hold) {
+            mca_btl_ofi_ctx_lock(&module->contexts[i].lock);
+        } else {
+            mca_btl_ofi_ctx_unlock(&module->contexts[i].lock);
+        }
+    }
+}
+
+static int av_insert_one(mca_btl_ofi_module_t *module, const void *name, fi_addr_t *addr)
+{
+    int rc;
+
+    contexts_hold(module, true);
+    rc = fi_av_insert(module->av, name, 1, addr, 0, NULL);
+    contexts_hold(module, false);
+    return rc;
+}
+
+static int av_remove_one(mca_btl_ofi_module_t *module, fi_addr_t *addr)
+{
+    int rc;
+
+    contexts_hold(module, true);
+    rc = fi_av_remove(module->av, addr, 1, 0);
+    contexts_hold(module, false);
+    return rc;
+}
+
 static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opal_proc_t *proc)
 {
     mca_btl_ofi_endpoint_t *endpoint = NULL;
@@ -285,7 +323,7 @@ static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opa
         show_unreachable(module, proc, why);
         goto out;
     }
-    rc = fi_av_insert(module->av, name, 1, &addr, 0, NULL);
+    rc = av_insert_one(module, name, &addr);
     if (1 != rc) {
         show_unreachable(module, proc, rc < 0 ? fi_strerror(-rc) : "fi_av_insert inserted nothing");
         goto out;
@@ -296,7 +334,7 @@ static mca_btl_ofi_endpoint_t *create_endpoint(mca_btl_ofi_module_t *module, opa
     }
     endpoint = OBJ_NEW(mca_btl_ofi_endpoint_t);
     if (NULL == endpoint) {
-        (void) fi_av_remove(module->av, &addr, 1, 0);
+        (void) av_remove_one(module, &addr);
         goto out;
     }
     endpoint->proc = proc;
@@ -689,7 +727,7 @@ static void retire_endpoints(opal_jobid_t jobid, bool departed)
                 continue;
             }
             endpoint->addr.reachable = false;
-            if (0 == fi_av_remove(module->av, &endpoint->addr.fi, 1, 0)) {
+            if (0 == av_remove_one(module, &endpoint->addr.fi)) {
                 ++removed;
             }
             endpoint->addr.fi = FI_ADDR_NOTAVAIL;

@@ -605,7 +605,9 @@ static int send_frag(mca_btl_ofi_module_t *module, mca_btl_ofi_frag_t *frag, mca
     /* behind fragments already waiting, to keep the order */
     if (OPAL_LIKELY(0 == context->pending_count && window_open(context, inject))) {
         for (int attempt = 0; attempt < BTL_OFI_SEND_RETRIES; ++attempt) {
+            mca_btl_ofi_post_begin(context);
             rc = post_send(frag, context, inject);
+            mca_btl_ofi_post_end(context);
             if (-FI_EAGAIN != rc) {
                 break;
             }

@@ -265,10 +265,11 @@ mca_btl_ofi_comp_t *mca_btl_ofi_comp_get_same_host(mca_btl_ofi_module_t *module,
 
 /**
  * Post through @p post, retrying EAGAIN after progress a bounded number
- * of times.  On success the operation is counted as outstanding; on
- * failure the completion goes back to its list.
+ * of times, under the context lock when posts take it and @p post calls
+ * the provider itself.  On success the operation is counted as
+ * outstanding; on failure the completion goes back to its list.
  */
-int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg)
+static int post_counted(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg, bool lock)
 {
     mca_btl_ofi_context_t *context = comp->context;
     ssize_t rc;
@@ -285,7 +286,13 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
     }
     for (int attempt = 0;; ++attempt) {
         mca_btl_ofi_app_add64(&context->app_posting, 1);
+        if (lock) {
+            mca_btl_ofi_post_begin(context);
+        }
         rc = post(comp, arg);
+        if (lock) {
+            mca_btl_ofi_post_end(context);
+        }
         mca_btl_ofi_app_add64(&context->app_posting, -1);
         if (OPAL_LIKELY(0 == rc)) {
             /* the peer as the module it was posted on knows it: that
@@ -308,6 +315,16 @@ int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void 
     MCA_BTL_OFI_VERBOSE(1, "posting an operation failed: %s", fi_strerror((int) -rc));
     mca_btl_ofi_count(comp->module, MCA_BTL_OFI_CNT_ERROR, 1);
     return OPAL_ERROR;
+}
+
+int mca_btl_ofi_post(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg)
+{
+    return post_counted(comp, post, arg, true);
+}
+
+int mca_btl_ofi_post_as_message(mca_btl_ofi_comp_t *comp, mca_btl_ofi_post_fn_t post, void *arg)
+{
+    return post_counted(comp, post, arg, false);
 }
 
 typedef struct {

@@ -249,7 +249,8 @@ mca_btl_ofi_param_check_t mca_btl_ofi_clamp_int(int *value, int min, int max)
     return MCA_BTL_OFI_PARAM_OK;
 }
 
-void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, bool threads)
+void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress,
+                            enum fi_threading threading)
 {
     hints->caps = caps;
     hints->mode = MCA_BTL_OFI_MODE_SUPPORTED;
@@ -258,7 +259,7 @@ void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, 
     if (0 == (caps & FI_HMEM)) {
         hints->domain_attr->mr_mode &= ~FI_MR_HMEM;
     }
-    hints->domain_attr->threading = threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+    hints->domain_attr->threading = threading;
     hints->domain_attr->control_progress = progress;
     hints->domain_attr->data_progress = progress;
     hints->domain_attr->resource_mgmt = FI_RM_ENABLED;

@@ -70,9 +70,10 @@
  * @param[in]     caps     capabilities (MCA_BTL_OFI_RMA_CAPS, ...; FI_HMEM
  *                         keeps FI_MR_HMEM in the MR modes)
  * @param[in]     progress FI_PROGRESS_* for control and data progress
- * @param[in]     threads  FI_THREAD_SAFE when true, else FI_THREAD_DOMAIN
+ * @param[in]     threading FI_THREAD_SAFE, FI_THREAD_COMPLETION or FI_THREAD_DOMAIN
  */
-void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress, bool threads);
+void mca_btl_ofi_fill_hints(struct fi_info *hints, uint64_t caps, int progress,
+                            enum fi_threading threading);
 
 /**
  * What provider discovery still asks for.  Each round in which no listed

@@ -356,7 +356,7 @@ static struct fi_info *build_hints(const struct options *opt, bool hmem, bool ma
     (void) hmem;
 #endif
     mca_btl_ofi_fill_hints(hints, caps, manual_progress ? FI_PROGRESS_MANUAL : FI_PROGRESS_UNSPEC,
-                           opt->threads);
+                           opt->threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN);
     if (!delivery_complete)
         hints->tx_attr->op_flags &= ~(uint64_t) FI_DELIVERY_COMPLETE;
     if (opt->prov) {

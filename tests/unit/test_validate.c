@@ -263,7 +263,7 @@ static void test_hints_per_api(void **state)
     struct fi_info *hints = fi_allocinfo();
     (void) state;
     assert_non_null(hints);
-    mca_btl_ofi_fill_hints(hints, ALL_CAPS, FI_PROGRESS_MANUAL, false);
+    mca_btl_ofi_fill_hints(hints, ALL_CAPS, FI_PROGRESS_MANUAL, FI_THREAD_DOMAIN);
     assert_int_equal(hints->domain_attr->mr_mode & 0x3, 0);
     assert_int_equal(hints->domain_attr->mr_mode & FI_MR_HMEM, 0);
     assert_true(0 != (hints->mode & FI_CONTEXT2));
