@@ -379,10 +379,7 @@ static enum fi_threading threading_to_ask(const mca_btl_ofi_component_t *c)
 static enum fi_threading threading_for(const mca_btl_ofi_component_t *c, const char *prov,
                                        enum fi_threading asked)
 {
-    const char *util = strchr(prov, ';');
-
-    if (FI_THREAD_SAFE != asked || c->app_threads || NULL == util
-        || 0 != strcmp(util, ";ofi_rxm")) {
+    if (FI_THREAD_SAFE != asked || c->app_threads || !mca_btl_ofi_name_has_layer(prov, "ofi_rxm")) {
         return asked;
     }
     return FI_THREAD_COMPLETION;

@@ -41,7 +41,7 @@ static bool reject(char *why, size_t why_len, const char *fmt, ...)
     return false;
 }
 
-static bool name_has_layer(const char *prov_name, const char *layer)
+bool mca_btl_ofi_name_has_layer(const char *prov_name, const char *layer)
 {
     size_t len = strlen(layer);
     const char *p = prov_name;
@@ -94,7 +94,7 @@ bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps,
     }
     /* Before libfabric 1.12 efa claimed delivery-complete without keeping
      * the promise; osc/rdma's remote completion depends on it. */
-    if (name_has_layer(prov, "efa")
+    if (mca_btl_ofi_name_has_layer(prov, "efa")
         && FI_VERSION_LT(info->fabric_attr->prov_version, MCA_BTL_OFI_RELEASE(1, 12))) {
         return reject(why, why_len, "%s: provider version older than libfabric 1.12", prov);
     }
@@ -104,7 +104,7 @@ bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps,
      * without our progress thread: rma_atomics np 3, rma_many_ops,
      * rma_threads): a job is better off without it than killed by it.
      * Releases after 2.1 are untried. */
-    if (name_has_layer(prov, "ofi_rxd")
+    if (mca_btl_ofi_name_has_layer(prov, "ofi_rxd")
         && FI_VERSION_LT(info->fabric_attr->prov_version, MCA_BTL_OFI_RELEASE(2, 2))) {
         return reject(
             why, why_len,
@@ -114,7 +114,7 @@ bool mca_btl_ofi_info_usable(const struct fi_info *info, uint64_t required_caps,
      * or "UDP-..."); so run, libfabric 2.1's psm3 hung right after the
      * start of our one-sided and two-sided tests, and it would outrank
      * tcp;ofi_rxm as a hardware provider */
-    if (name_has_layer(prov, "psm3") && psm3_over_sockets(info)) {
+    if (mca_btl_ofi_name_has_layer(prov, "psm3") && psm3_over_sockets(info)) {
         return reject(why, why_len, "%s: runs over kernel sockets (fabric %s), hung in our suite",
                       prov, info->fabric_attr->name);
     }
@@ -142,7 +142,7 @@ void mca_btl_ofi_plan_info(const struct fi_info *info, mca_btl_ofi_plan_t *plan)
 {
     int mr_mode = info->domain_attr->mr_mode;
     const char *prov = info->fabric_attr->prov_name;
-    bool efa = NULL != prov && name_has_layer(prov, "efa");
+    bool efa = NULL != prov && mca_btl_ofi_name_has_layer(prov, "efa");
 
     memset(plan, 0, sizeof(*plan));
     plan->virt_addr = 0 != (mr_mode & FI_MR_VIRT_ADDR);
@@ -181,9 +181,11 @@ int mca_btl_ofi_provider_rank(const char *prov_name, bool job_on_one_node)
         return software_ranks[i].score;
     }
     /* a layered provider over a known software core ranks with that core */
-    if (name_has_layer(prov_name, "shm") || name_has_layer(prov_name, "sockets")
-        || name_has_layer(prov_name, "udp") || name_has_layer(prov_name, "tcp")
-        || name_has_layer(prov_name, "net")) {
+    if (mca_btl_ofi_name_has_layer(prov_name, "shm")
+        || mca_btl_ofi_name_has_layer(prov_name, "sockets")
+        || mca_btl_ofi_name_has_layer(prov_name, "udp")
+        || mca_btl_ofi_name_has_layer(prov_name, "tcp")
+        || mca_btl_ofi_name_has_layer(prov_name, "net")) {
         return 1;
     }
     return 100;
@@ -214,7 +216,7 @@ static bool list_matches(const char *list, const char *prov_name, bool exact_onl
             memcpy(entry, p, len);
             entry[len] = '\0';
             if (0 == strcasecmp(entry, prov_name)
-                || (!exact_only && name_has_layer(prov_name, entry))) {
+                || (!exact_only && mca_btl_ofi_name_has_layer(prov_name, entry))) {
                 return true;
             }
         }

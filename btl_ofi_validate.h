@@ -60,6 +60,10 @@
 /** Capabilities asked for two-sided traffic. */
 #define MCA_BTL_OFI_MSG_CAPS (FI_MSG | FI_SEND | FI_RECV)
 
+/** Whether @p prov_name ("tcp;ofi_rxm") has @p layer ("tcp", "ofi_rxm") as one of
+ * its ';'-separated layers (case-insensitive). */
+bool mca_btl_ofi_name_has_layer(const char *prov_name, const char *layer);
+
 /**
  * Fill fi_getinfo hints the way the component asks for a provider: RDM,
  * the mode and MR-mode bits we serve, delivery-complete by default,
