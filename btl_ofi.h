@@ -669,6 +669,14 @@ static inline void mca_btl_ofi_unlock(opal_mutex_t *lock)
     }
 }
 
+/* From progress paths: an application thread may hold the lock around a
+ * call that progresses, so a busy lock means "skip this round", never a
+ * wait that could deadlock. */
+static inline bool mca_btl_ofi_trylock(opal_mutex_t *lock)
+{
+    return !mca_btl_ofi_threaded() || 0 == opal_mutex_trylock(lock);
+}
+
 static inline bool mca_btl_ofi_ctx_trylock(mca_btl_ofi_ctx_lock_t *lock)
 {
     int32_t unlocked = 0;

@@ -577,10 +577,7 @@ int mca_btl_ofi_endpoints_wake_waited(mca_btl_ofi_module_t *module, bool lone_on
     mca_btl_ofi_endpoint_t *lone;
     int woken;
 
-    /* from progress: an application thread may hold the lock around a
-     * call that progresses (add_procs does not, but nothing forbids it),
-     * so a busy lock skips this round rather than deadlock */
-    if (mca_btl_ofi_threaded() && 0 != opal_mutex_trylock(&module->lock)) {
+    if (!mca_btl_ofi_trylock(&module->lock)) {
         return 0;
     }
     if (lone_only) {

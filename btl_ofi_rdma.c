@@ -972,8 +972,7 @@ void mca_btl_ofi_probe_silent_rails(mca_btl_ofi_module_t *module, int64_t now)
     if (lead->num_rails < 2) {
         return; /* a rail closed early: no more rails */
     }
-    /* as mca_btl_ofi_endpoints_wake_waited: a busy lock skips this round */
-    if (mca_btl_ofi_threaded() && 0 != opal_mutex_trylock(&lead->lock)) {
+    if (!mca_btl_ofi_trylock(&lead->lock)) {
         return;
     }
     silent = find_silent_rail(lead, now, &r, &verdict);
