@@ -349,6 +349,7 @@ static struct {
     int kick_fd;                /**< eventfd: exposure began, or stopping is set */
     int timer_fd;               /**< timerfd: the thread's period, with nudges */
     bool timer_armed;           /**< timer_fd may fire: a timeout-less wait disarms it */
+    bool nudge_waits;           /**< the next timed wait is a look that may serve a peer */
     volatile bool stopping;     /**< set before the last kick */
     bool enabled;               /**< component init wants a thread */
     bool can_sleep;             /**< peers can wake it: the sleep period applies */
@@ -384,7 +385,8 @@ static struct {
  * under traffic) and left the first of each burst unrescued.  The helper
  * is not disarmed: a thread that ran in time re-arms it for its next wait
  * before it fires, or it finds the thread in a look and goes back to
- * sleep.
+ * sleep.  A look that nobody waits for gets no nudge
+ * (mca_btl_ofi_look_is_nudged).
  */
 static struct {
     pthread_t thread;
@@ -544,7 +546,7 @@ static int wait_with_timer(struct pollfd *fds, nfds_t nfds, int timeout_us)
     struct timespec timeout = { .tv_sec = timeout_us / 1000000,
                                 .tv_nsec = (long) (timeout_us % 1000000) * 1000 };
     bool timed = timeout_us >= 0 && nudge_ns() > 0;
-    bool nudged = timed && start_nudger();
+    bool nudged = timed && progress_thread.nudge_waits && start_nudger();
     int64_t due;
     int rc;
 
@@ -924,6 +926,7 @@ static void *progress_thread_main(void *arg)
         if (exposure_must_kick(timeout_us, plan.interval_us) && !park()) {
             continue;
         }
+        progress_thread.nudge_waits = mca_btl_ofi_look_is_nudged(&plan);
         /* A wake-up started the last look and the application was in every
          * context: origins are waking a rank that is communicating (a
          * competing load slows it), and the thread would not look within

@@ -542,6 +542,11 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
     return plan->interval_us;
 }
 
+bool mca_btl_ofi_look_is_nudged(const mca_btl_ofi_look_plan_t *plan)
+{
+    return !plan->app_present || plan->contended || !plan->can_sleep;
+}
+
 bool mca_btl_ofi_cpu_contended(int64_t waited_ns, int64_t wall_ns)
 {
     return wall_ns > 0 && waited_ns > 0 && waited_ns * MCA_BTL_OFI_CONTENDED_SHARE > wall_ns;

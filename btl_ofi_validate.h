@@ -459,6 +459,18 @@ bool mca_btl_ofi_cpu_contended(int64_t waited_ns, int64_t wall_ns);
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);
 
 /**
+ * Whether the next timed look gets a nudge (btl_ofi_progress_nudge_us), as
+ * a look that may serve a waiting peer must not be late.  Not after a look
+ * that found the application in every context on a core of its own, where
+ * peers can wake the thread: nobody waits for that look, and its timers
+ * were the only wake-ups on the core of a rank streaming 64 KiB puts or
+ * gets over tcp;ofi_rxm (one node), which then ran in the slower of its
+ * two speeds more often than with no thread (docs/decisions.md, Progress).
+ * A contended core keeps it: there the wake-up is the point.
+ */
+bool mca_btl_ofi_look_is_nudged(const mca_btl_ofi_look_plan_t *plan);
+
+/**
  * How a put or get of @p size bytes is cut across @p rails rails that
  * reach the peer (rails are NICs of one provider, equal shares): chunk i
  * covers [@p offsets[i], + @p lengths[i]).  Every cut falls on a multiple

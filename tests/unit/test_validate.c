@@ -890,6 +890,26 @@ static void test_look_after(void **state)
     assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
 }
 
+static void test_look_is_nudged(void **state)
+{
+    mca_btl_ofi_look_plan_t plan = { .can_sleep = true, .app_present = true };
+    (void) state;
+
+    /* the application in MPI on a core of its own: nobody waits for the look */
+    assert_false(mca_btl_ofi_look_is_nudged(&plan));
+    /* away: the look may serve a peer */
+    plan.app_present = false;
+    assert_true(mca_btl_ofi_look_is_nudged(&plan));
+    /* present, but behind other work on its core: the wake-up helps it */
+    plan.app_present = true;
+    plan.contended = true;
+    assert_true(mca_btl_ofi_look_is_nudged(&plan));
+    /* some peer cannot wake the thread: every look may serve */
+    plan.contended = false;
+    plan.can_sleep = false;
+    assert_true(mca_btl_ofi_look_is_nudged(&plan));
+}
+
 static void test_cpu_contended(void **state)
 {
     const int64_t wall = MCA_BTL_OFI_CONTENDED_SAMPLE_NS;
@@ -1097,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_wake_route),
         cmocka_unit_test(test_wake_due),
         cmocka_unit_test(test_eager_waits),
+        cmocka_unit_test(test_look_is_nudged),
         cmocka_unit_test(test_cpu_contended),
         cmocka_unit_test(test_stall_read_pacing),
         cmocka_unit_test(test_wake_after),
