@@ -267,17 +267,23 @@ static void note_sockets_address(mca_btl_ofi_endpoint_t *endpoint, const void *n
  * an AV call without their locks (tcp;ofi_rxm closes the peer's
  * connection in fi_av_remove): no CQ of the module is read meanwhile.
  * Callers hold the module lock, which no context lock holder takes. */
-static void contexts_hold(mca_btl_ofi_module_t *module, bool hold)
+static void contexts_lock_all(mca_btl_ofi_module_t *module)
 {
     if (!mca_btl_ofi_component.posts_locked) {
         return;
     }
     for (int i = 0; i < module->num_contexts; ++i) {
-        if (hold) {
-            mca_btl_ofi_ctx_lock(&module->contexts[i].lock);
-        } else {
-            mca_btl_ofi_ctx_unlock(&module->contexts[i].lock);
-        }
+        mca_btl_ofi_ctx_lock(&module->contexts[i].lock);
+    }
+}
+
+static void contexts_unlock_all(mca_btl_ofi_module_t *module)
+{
+    if (!mca_btl_ofi_component.posts_locked) {
+        return;
+    }
+    for (int i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_ctx_unlock(&module->contexts[i].lock);
     }
 }
 
@@ -285,9 +291,9 @@ static int av_insert_one(mca_btl_ofi_module_t *module, const void *name, fi_addr
 {
     int rc;
 
-    contexts_hold(module, true);
+    contexts_lock_all(module);
     rc = fi_av_insert(module->av, name, 1, addr, 0, NULL);
-    contexts_hold(module, false);
+    contexts_unlock_all(module);
     return rc;
 }
 
@@ -295,9 +301,9 @@ static int av_remove_one(mca_btl_ofi_module_t *module, fi_addr_t *addr)
 {
     int rc;
 
-    contexts_hold(module, true);
+    contexts_lock_all(module);
     rc = fi_av_remove(module->av, addr, 1, 0);
-    contexts_hold(module, false);
+    contexts_unlock_all(module);
     return rc;
 }
 
