@@ -350,9 +350,9 @@ static const mca_btl_ofi_param_t params[] = {
         .min = 10,
         .max = 10000000,
         .help = "The progress thread's period, where every peer can wake it, once nothing "
-                "has been aimed at this process for btl_ofi_progress_linger_us or a look "
-                "found the application in MPI with no send of its own outstanding, in "
-                "microseconds",
+                "has been aimed at this process for btl_ofi_progress_linger_us, in "
+                "microseconds (after a look that found the application in MPI with no "
+                "send of its own outstanding: 1 s, or this when longer)",
     },
     {
         .name = "progress_linger_us",

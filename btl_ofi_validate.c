@@ -535,9 +535,12 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
         return plan->sleep_us;
     }
     if (plan->app_present && !plan->own_sends) {
-        return (plan->contended && plan->sleep_us > MCA_BTL_OFI_CONTENDED_LOOK_US)
-                   ? MCA_BTL_OFI_CONTENDED_LOOK_US
-                   : plan->sleep_us;
+        if (plan->contended) {
+            return plan->sleep_us > MCA_BTL_OFI_CONTENDED_LOOK_US ? MCA_BTL_OFI_CONTENDED_LOOK_US
+                                                                  : plan->sleep_us;
+        }
+        return plan->sleep_us > MCA_BTL_OFI_PRESENT_LOOK_US ? plan->sleep_us
+                                                            : MCA_BTL_OFI_PRESENT_LOOK_US;
     }
     return plan->interval_us;
 }

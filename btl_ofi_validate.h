@@ -434,6 +434,15 @@ typedef struct mca_btl_ofi_look_plan_t {
 #define MCA_BTL_OFI_CONTENDED_SHARE     8
 #define MCA_BTL_OFI_CONTENDED_SAMPLE_NS 100000000
 
+/**
+ * On a core of its own, a rank found in MPI progresses what it waits on,
+ * and a peer that waits on it wakes the thread: a look within the sleep
+ * period serves nobody, and over tcp;ofi_rxm such looks tip get_bw 64 KiB
+ * to its slow mode more often than thread-off's launches fall into it.
+ * Such a thread looks again after MCA_BTL_OFI_PRESENT_LOOK_US.
+ */
+#define MCA_BTL_OFI_PRESENT_LOOK_US 1000000
+
 /** Whether @p waited_ns of run-queue wait in @p wall_ns says the rank's
  * core is contended. */
 bool mca_btl_ofi_cpu_contended(int64_t waited_ns, int64_t wall_ns);

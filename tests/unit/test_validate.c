@@ -857,12 +857,16 @@ static void test_look_after(void **state)
     plan.sleep_us = 500;
     assert_int_equal(1600, mca_btl_ofi_look_after_us(&plan));
     /* traffic, but the last look found the application in every context:
-     * a peer that waits on us wakes the thread, so it sleeps */
+     * a peer that waits on us wakes the thread, so it sleeps long */
     plan.sleep_us = 10000;
     plan.interval_us = 100;
     plan.quiet_ns = 0;
     plan.app_present = true;
-    assert_int_equal(10000, mca_btl_ofi_look_after_us(&plan));
+    assert_int_equal(MCA_BTL_OFI_PRESENT_LOOK_US, mca_btl_ofi_look_after_us(&plan));
+    /* ... never shorter than a longer sleep period */
+    plan.sleep_us = 2 * MCA_BTL_OFI_PRESENT_LOOK_US;
+    assert_int_equal(2 * MCA_BTL_OFI_PRESENT_LOOK_US, mca_btl_ofi_look_after_us(&plan));
+    plan.sleep_us = 10000;
     /* ... unless sends of ours were outstanding: no peer can know of them */
     plan.own_sends = true;
     assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
