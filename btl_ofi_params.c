@@ -352,7 +352,8 @@ static const mca_btl_ofi_param_t params[] = {
         .help = "The progress thread's period, where every peer can wake it, once nothing "
                 "has been aimed at this process for btl_ofi_progress_linger_us, in "
                 "microseconds (after a look that found the application in MPI with no "
-                "send of its own outstanding: 1 s, or this when longer)",
+                "send of its own outstanding, on a core that no other work contends: 1 s, or "
+                "this when longer)",
     },
     {
         .name = "progress_linger_us",

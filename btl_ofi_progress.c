@@ -797,7 +797,20 @@ static struct {
     int64_t at_ns;
     int64_t waited_ns;
     bool contended;
+    bool judged;          /**< contended compares two samples */
+    int64_t contended_at; /**< the last sample that read contended */
 } cpu_wait = { .fd = -1 };
+
+/* Whether the rank's core has been free of other work for a while: two
+ * samples read, none contended within MCA_BTL_OFI_CALM_NS. */
+static bool cpu_calm(int64_t now)
+{
+    if (cpu_wait.fd < 0) {
+        return true;
+    }
+    return cpu_wait.judged
+           && (0 == cpu_wait.contended_at || now - cpu_wait.contended_at > MCA_BTL_OFI_CALM_NS);
+}
 
 static void cpu_wait_open(void)
 {
@@ -846,6 +859,10 @@ static bool cpu_contended(int64_t now)
     if (0 != cpu_wait.at_ns) {
         cpu_wait.contended =
             mca_btl_ofi_cpu_contended(waited - cpu_wait.waited_ns, now - cpu_wait.at_ns);
+        cpu_wait.judged = true;
+        if (cpu_wait.contended) {
+            cpu_wait.contended_at = now;
+        }
     }
     cpu_wait.at_ns = now;
     cpu_wait.waited_ns = waited;
@@ -917,6 +934,7 @@ static void *progress_thread_main(void *arg)
         plan.exposed = progress_thread.exposed > 0;
         plan.quiet_ns = now - last_traffic;
         plan.contended = cpu_contended(now);
+        plan.cpu_calm = cpu_calm(now);
         plan.sending = watch_sends(plan.quiet_ns, plan.exposed ? plan.linger_ns : send_linger_ns);
         /* a send the last look saw in flight or queued may complete only through
          * our provider (sockets, ofi_rxm's connection set-up): it must not

@@ -539,8 +539,10 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
             return plan->sleep_us > MCA_BTL_OFI_CONTENDED_LOOK_US ? MCA_BTL_OFI_CONTENDED_LOOK_US
                                                                   : plan->sleep_us;
         }
-        return plan->sleep_us > MCA_BTL_OFI_PRESENT_LOOK_US ? plan->sleep_us
-                                                            : MCA_BTL_OFI_PRESENT_LOOK_US;
+        if (!plan->cpu_calm || plan->sleep_us > MCA_BTL_OFI_PRESENT_LOOK_US) {
+            return plan->sleep_us;
+        }
+        return MCA_BTL_OFI_PRESENT_LOOK_US;
     }
     return plan->interval_us;
 }

@@ -412,6 +412,7 @@ typedef struct mca_btl_ofi_look_plan_t {
     int interval_us;   /**< the awake period (btl_ofi_progress_idle_us, backed off) */
     int sleep_us;      /**< btl_ofi_progress_sleep_us */
     bool contended;    /**< the rank waits for its CPU behind other processes' work */
+    bool cpu_calm;     /**< no sample read contended for MCA_BTL_OFI_CALM_NS */
 } mca_btl_ofi_look_plan_t;
 
 /**
@@ -438,10 +439,15 @@ typedef struct mca_btl_ofi_look_plan_t {
  * On a core of its own, a rank found in MPI progresses what it waits on,
  * and a peer that waits on it wakes the thread: a look within the sleep
  * period serves nobody, and over tcp;ofi_rxm such looks tip get_bw 64 KiB
- * to its slow mode more often than thread-off's launches fall into it.
- * Such a thread looks again after MCA_BTL_OFI_PRESENT_LOOK_US.
+ * to its slow mode more often than thread-off's launches fall into it
+ * (even timer wake-ups that only read the core's contention do).  Such a
+ * thread looks again after MCA_BTL_OFI_PRESENT_LOOK_US, but only once no
+ * sample has read the core contended for MCA_BTL_OFI_CALM_NS: beside a
+ * load a few samples a second read it free, and a second's sleep after
+ * each cost shm get_bw 1 MiB its lead over thread-off (1.0 against 1.5-1.8).
  */
 #define MCA_BTL_OFI_PRESENT_LOOK_US 1000000
+#define MCA_BTL_OFI_CALM_NS         10000000000LL
 
 /** Whether @p waited_ns of run-queue wait in @p wall_ns says the rank's
  * core is contended. */

@@ -815,7 +815,7 @@ static void test_look_after(void **state)
 {
     mca_btl_ofi_look_plan_t plan = { .exposed = false, .can_sleep = true, .quiet_ns = 0,
                                      .linger_ns = 10000000, .interval_us = 100,
-                                     .sleep_us = 10000 };
+                                     .sleep_us = 10000, .cpu_calm = true };
 
     (void) state;
     /* nothing exposed and quiet: no peer can need a look, so no timer */
@@ -867,6 +867,11 @@ static void test_look_after(void **state)
     plan.sleep_us = 2 * MCA_BTL_OFI_PRESENT_LOOK_US;
     assert_int_equal(2 * MCA_BTL_OFI_PRESENT_LOOK_US, mca_btl_ofi_look_after_us(&plan));
     plan.sleep_us = 10000;
+    /* ... and only once the core has been judged: a load that is there
+     * from the start must not wait a whole long sleep to be seen */
+    plan.cpu_calm = false;
+    assert_int_equal(10000, mca_btl_ofi_look_after_us(&plan));
+    plan.cpu_calm = true;
     /* ... unless sends of ours were outstanding: no peer can know of them */
     plan.own_sends = true;
     assert_int_equal(100, mca_btl_ofi_look_after_us(&plan));
