@@ -333,8 +333,9 @@ bool mca_btl_ofi_wake_send(const mca_btl_ofi_wake_to_t *wake)
  *   found completions or operations of our own outstanding): a look every
  *   period (btl_ofi_progress_idle_us, times the ranks each CPU carries
  *   where they outnumber the CPUs), and at once when woken; after a look
- *   that found the application in MPI, on a core of its own, a look in
- *   a second (MCA_BTL_OFI_PRESENT_LOOK_US): peers that wait wake it.
+ *   that found the application in MPI, on a core no sample has read
+ *   contended for a while (cpu_calm), a look in a second
+ *   (MCA_BTL_OFI_PRESENT_LOOK_US): peers that wait wake it.
  * A thread that sleeps for milliseconds is also one the scheduler lets
  * preempt the computation as soon as it wakes.
  */

@@ -436,8 +436,8 @@ typedef struct mca_btl_ofi_look_plan_t {
 #define MCA_BTL_OFI_CONTENDED_SAMPLE_NS 100000000
 
 /**
- * On a core of its own, a rank found in MPI progresses what it waits on,
- * and a peer that waits on it wakes the thread: a look within the sleep
+ * On a core no other work contends, a rank found in MPI progresses what it
+ * waits on, and a peer that waits on it wakes the thread: a look within the sleep
  * period serves nobody, and over tcp;ofi_rxm such looks tip get_bw 64 KiB
  * to its slow mode more often than thread-off's launches fall into it
  * (even timer wake-ups that only read the core's contention do).  Such a
