@@ -8,6 +8,8 @@ two contrib/bench runs of the same provider (the second with --load).
       <!-- progress-ab:PROVIDER:begin ... --> and <!-- progress-ab:PROVIDER:end -->
   ... --summary FILE   also the one-line verdict between
       <!-- progress-summary:PROVIDER:begin ... --> and <!-- progress-summary:PROVIDER:end -->
+  ... --second-label WORDS   name the second run otherwise than "load" (a run
+      with more ranks than CPUs, judged as the loaded one is)
   progress_ab.py --front FILE DIR                 one row per provider of DIR's
       P-idle/P-load pairs between <!-- progress-front:begin ... --> and
       <!-- progress-front:end --> (README's table)
@@ -135,16 +137,16 @@ def size_word(n):
     return "%d B" % n
 
 
-def table(idle_dir, load_dir, tally):
+def table(idle_dir, load_dir, tally, second="load"):
     """The table's lines; @p tally gets {condition: [meets, within noise,
-    misses, worst (ratio, row)]}."""
+    misses, worst (ratio, row)]}; @p second names the second run."""
     idle, units = read_samples(idle_dir)
     load, _ = read_samples(load_dir)
     upstream = any("upstream" in v for v in idle.values())
     head = ["row", "size", "unit", "idle: ours", "idle: off", "ours/off, paired", "idle",
-            "load: ours", "load: off", "ours/off, paired", "load"]
+            second + ": ours", second + ": off", "ours/off, paired", second]
     if upstream:
-        head += ["idle: upstream", "load: upstream"]
+        head += ["idle: upstream", second + ": upstream"]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("--:" if i > 2 else "--" for i in range(len(head))) + "|"]
     for key in idle:
@@ -193,10 +195,10 @@ def count_upstream(tally, cond, got, better, name):
         count_row(tally, "upstream " + cond, verdict(ratio, better, False), ratio, better, name)
 
 
-def summary_line(provider, tally):
+def summary_line(provider, tally, second="under load"):
     words = []
     for cond, what in (("idle", "idle (ours/off within 0.97-1.03)"),
-                       ("load", "under load (ours at least as good as off)")):
+                       ("load", second + " (ours at least as good as off)")):
         t = tally.get(cond)
         if not t:
             continue
@@ -208,7 +210,7 @@ def summary_line(provider, tally):
         if u:
             words.append("against upstream %s: %d of %d rows at or ahead, %d more within "
                          "their interval, %d behind (least favourable paired ours/upstream: "
-                         "%s)" % (cond == "idle" and "idle" or "under load", u["meets"],
+                         "%s)" % (cond == "idle" and "idle" or second, u["meets"],
                                   u["meets"] + u["within noise"] + u["misses"],
                                   u["within noise"], u["misses"], u["worst"][1]))
     return textwrap.fill("- `%s`: " % provider + "; ".join(words) + ".", width=90,
@@ -269,11 +271,12 @@ def main():
     ap.add_argument("load")
     ap.add_argument("--write", metavar="FILE")
     ap.add_argument("--summary", metavar="FILE")
+    ap.add_argument("--second-label", metavar="WORDS")
     args = ap.parse_args()
     tally = {}
-    lines = table(args.idle, args.load, tally)
+    lines = table(args.idle, args.load, tally, args.second_label or "load")
     provider = provider_of(args.idle)
-    summary = summary_line(provider, tally)
+    summary = summary_line(provider, tally, args.second_label or "under load")
     if args.write:
         write_block(args.write, provider, args.idle, args.load, lines)
     else:
