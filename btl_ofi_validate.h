@@ -476,8 +476,8 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan);
 /**
  * Whether the next timed look gets a nudge (btl_ofi_progress_nudge_us), as
  * a look that may serve a waiting peer must not be late.  Not after a look
- * that found the application in every context on a core of its own, where
- * peers can wake the thread: nobody waits for that look, and its timers
+ * that found the application in every context on an uncontended core,
+ * where peers can wake the thread: nobody waits for that look, and its timers
  * were the only wake-ups on the core of a rank streaming 64 KiB puts or
  * gets over tcp;ofi_rxm (one node), which then ran in the slower of its
  * two speeds more often than with no thread (docs/decisions.md, Progress).

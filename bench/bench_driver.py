@@ -415,7 +415,10 @@ class Bench:
             cmd += ["--mca", "btl", "ofi,self", "--mca", "osc", "rdma",
                     "--mca", "btl_ofi_provider_include", p]
             if impl == "nothread":
-                cmd += ["--mca", "btl_ofi_progress_thread", "off"]
+                # BTL_OFI_BENCH_NOTHREAD=on makes the second build the first: an
+                # A/A run, to see what identical builds read as "within noise"
+                cmd += ["--mca", "btl_ofi_progress_thread",
+                        os.environ.get("BTL_OFI_BENCH_NOTHREAD") or "off"]
         elif impl == "sm":
             cmd += ["--mca", "btl", SM_BTL + ",self", "--mca", "osc", "rdma"]
         elif group == "osc":

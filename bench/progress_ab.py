@@ -137,9 +137,10 @@ def size_word(n):
     return "%d B" % n
 
 
-def table(idle_dir, load_dir, tally, second="load"):
+def table(idle_dir, load_dir, tally, second=None):
     """The table's lines; @p tally gets {condition: [meets, within noise,
     misses, worst (ratio, row)]}; @p second names the second run."""
+    second = second or "load"
     idle, units = read_samples(idle_dir)
     load, _ = read_samples(load_dir)
     upstream = any("upstream" in v for v in idle.values())
@@ -195,7 +196,8 @@ def count_upstream(tally, cond, got, better, name):
         count_row(tally, "upstream " + cond, verdict(ratio, better, False), ratio, better, name)
 
 
-def summary_line(provider, tally, second="under load"):
+def summary_line(provider, tally, second=None):
+    second = second or "under load"
     words = []
     for cond, what in (("idle", "idle (ours/off within 0.97-1.03)"),
                        ("load", second + " (ours at least as good as off)")):
@@ -274,9 +276,9 @@ def main():
     ap.add_argument("--second-label", metavar="WORDS")
     args = ap.parse_args()
     tally = {}
-    lines = table(args.idle, args.load, tally, args.second_label or "load")
+    lines = table(args.idle, args.load, tally, args.second_label)
     provider = provider_of(args.idle)
-    summary = summary_line(provider, tally, args.second_label or "under load")
+    summary = summary_line(provider, tally, args.second_label)
     if args.write:
         write_block(args.write, provider, args.idle, args.load, lines)
     else:
