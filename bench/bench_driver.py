@@ -31,6 +31,9 @@ DISTRO = os.environ.get("BTL_OFI_BENCH_DISTRO") == "1"
 # Open MPI's own shared-memory BTL: vader in 4.1
 SM_BTL = "vader" if DISTRO else "sm"
 MPIRUN_CMD = [MPIRUN] + (["--distro"] if DISTRO else [])
+# what the nothread column sets btl_ofi_progress_thread to; "on" makes it
+# ours again: an A/A run, to see what identical builds read as "within noise"
+NOTHREAD_SETTING = os.environ.get("BTL_OFI_BENCH_NOTHREAD") or "off"
 # The peer: MPICH with ch4:ofi (contrib/setup --peers), the same benchmark
 # sources compiled with its mpicc into BTL_OFI_MPICH_BUILD.  contrib/bench
 # sets that variable only when the peer is built, and otherwise
@@ -415,10 +418,7 @@ class Bench:
             cmd += ["--mca", "btl", "ofi,self", "--mca", "osc", "rdma",
                     "--mca", "btl_ofi_provider_include", p]
             if impl == "nothread":
-                # BTL_OFI_BENCH_NOTHREAD=on makes the second build the first: an
-                # A/A run, to see what identical builds read as "within noise"
-                cmd += ["--mca", "btl_ofi_progress_thread",
-                        os.environ.get("BTL_OFI_BENCH_NOTHREAD") or "off"]
+                cmd += ["--mca", "btl_ofi_progress_thread", NOTHREAD_SETTING]
         elif impl == "sm":
             cmd += ["--mca", "btl", SM_BTL + ",self", "--mca", "osc", "rdma"]
         elif group == "osc":
@@ -1148,8 +1148,10 @@ class Bench:
                  "say at `osc_base_verbose 40` that btl/ofi carried every window, so there is "
                  "no upstream number to compare." % (
                      np, self.upstream_osc_btls(), self.provider))
-        L.append("- **nothread**: ours with `--mca btl_ofi_progress_thread off` (no number "
-                 "for the busy_* rows: its origins wait until the target stops computing).")
+        L.append("- **nothread**: ours with `--mca btl_ofi_progress_thread %s` (no number "
+                 "for the busy_* rows: its origins wait until the target stops computing)%s."
+                 % (NOTHREAD_SETTING, "" if NOTHREAD_SETTING == "off" else
+                    "; BTL_OFI_BENCH_NOTHREAD set it: this column is not thread-off"))
         L.append("- **sm**: Open MPI's own btl/%s under osc/rdma, one node: `contrib/mpirun "
                  "--stock -np %d --mca pml ob1 --mca btl %s,self --mca osc rdma`."
                  % (SM_BTL, np, SM_BTL))
