@@ -605,6 +605,7 @@ typedef struct mca_btl_ofi_component_t {
     int progress_wake_us; /**< wait without completions before waking the target's thread */
     /** progress_wake_us times the ranks each CPU of this node carries; set at init */
     int wake_after_us;
+    int wake_floor_us; /**< no wake-up comes sooner (MCA_BTL_OFI_CROWDED_WAKE_US) */
     /** CPU pauses after a progress pass of an application thread that
      * found nothing: about 100 ns' worth where a module runs on shm, else 0
      * (btl_ofi_context.c) */

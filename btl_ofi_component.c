@@ -628,12 +628,6 @@ static long ranks_per_cpu(void)
     return (cpus > 0 && ranks > cpus) ? (ranks + cpus - 1) / cpus : 1;
 }
 
-static int scaled_us(long us)
-{
-    us *= ranks_per_cpu();
-    return (int) (us < 1000000 ? us : 1000000);
-}
-
 /* The bound the thread serves.  Where this node's ranks outnumber its
  * CPUs, a rank waits its turn for a core anyway, and threads that look
  * every btl_ofi_progress_idle_us take the turns the ranks need: measured
@@ -643,7 +637,8 @@ static int scaled_us(long us)
  * ranks each CPU carries. */
 static int thread_period_us(void)
 {
-    return scaled_us(mca_btl_ofi_component.progress_idle_us);
+    return mca_btl_ofi_crowded_us(mca_btl_ofi_component.progress_idle_us, ranks_per_cpu(),
+                                  MCA_BTL_OFI_CROWDED_PERIOD_US);
 }
 
 /* The same holds for an origin's wake-ups: a target that only waits its
@@ -655,7 +650,10 @@ static void set_wake_after(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
 
-    c->wake_after_us = c->progress_wake_us > 0 ? scaled_us(c->progress_wake_us) : 0;
+    c->wake_after_us = c->progress_wake_us > 0
+                           ? mca_btl_ofi_crowded_us(c->progress_wake_us, ranks_per_cpu(), 0)
+                           : 0;
+    c->wake_floor_us = ranks_per_cpu() > 1 ? MCA_BTL_OFI_CROWDED_WAKE_US : 0;
 }
 
 /* The thread is decided per provider: one that moves data on its own

@@ -740,7 +740,8 @@ static void watch_for_stall(mca_btl_ofi_module_t *module)
         return;
     }
     bytes = module_outstanding_bytes(module, &ops);
-    after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.wake_after_us, bytes, ops);
+    after = mca_btl_ofi_wake_after_ns(mca_btl_ofi_component.wake_after_us,
+                                      mca_btl_ofi_component.wake_floor_us, bytes, ops);
     now = mca_btl_ofi_now_ns();
     mca_btl_ofi_stall_clock_read(&module->stall, now);
     if (at_once) {

@@ -260,7 +260,9 @@ static const mca_btl_ofi_param_t params[] = {
         .min = 10,
         .max = 1000000,
         .help = "How often the progress thread looks, so how long a context goes without the "
-                "application's progress before the thread drives it, in microseconds",
+                "application's progress before the thread drives it, in microseconds; where "
+                "ranks outnumber this node's CPUs, times the ranks each CPU carries and at "
+                "least 4 ms",
     },
     {
         .name = "progress_mode",
@@ -294,8 +296,8 @@ static const mca_btl_ofi_param_t params[] = {
         .max = 1000000,
         .help = "How long an origin's one-sided operations go without a completion before it "
                 "wakes their targets' progress threads, in microseconds, times the ranks each "
-                "CPU carries where they outnumber this node's CPUs, plus 1 us for every 1000 "
-                "bytes they move; 0: never",
+                "CPU carries where they outnumber this node's CPUs (there 2 ms at least in "
+                "all), plus 1 us for every 1000 bytes they move; 0: never",
     },
     {
         .name = "progress_gap_us",

@@ -905,7 +905,8 @@ static void *progress_thread_main(void *arg)
     mca_btl_ofi_look_plan_t plan = { .can_sleep = progress_thread.can_sleep,
                                      .linger_ns = (int64_t) c->progress_linger_us * 1000,
                                      .interval_us = progress_thread.period_us,
-                                     .sleep_us = c->progress_sleep_us };
+                                     .sleep_us = c->progress_sleep_us,
+                                     .crowded = progress_thread.crowded };
     int64_t last_traffic = mca_btl_ofi_now_ns();
     /* with nothing exposed only our own sends need the thread, and they
      * show as traffic while queued or in flight: a few periods after the

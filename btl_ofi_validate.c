@@ -501,9 +501,9 @@ void mca_btl_ofi_stall_clock_read(mca_btl_ofi_stall_watch_t *watch, int64_t now)
     watch->passes = 0;
 }
 
-int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes, int64_t ops)
+int64_t mca_btl_ofi_wake_after_ns(int wake_us, int floor_us, int64_t bytes, int64_t ops)
 {
-    int64_t charged;
+    int64_t charged, after;
 
     if (wake_us <= 0) {
         return 0;
@@ -517,7 +517,8 @@ int64_t mca_btl_ofi_wake_after_ns(int wake_us, int64_t bytes, int64_t ops)
 
         charged = mean > MCA_BTL_OFI_WAKE_BYTES_CAP ? mean : MCA_BTL_OFI_WAKE_BYTES_CAP;
     }
-    return (int64_t) wake_us * 1000 + charged * 1000 / MCA_BTL_OFI_WAKE_BYTES_PER_US;
+    after = (int64_t) wake_us * 1000 + charged * 1000 / MCA_BTL_OFI_WAKE_BYTES_PER_US;
+    return after > (int64_t) floor_us * 1000 ? after : (int64_t) floor_us * 1000;
 }
 
 int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
@@ -549,7 +550,21 @@ int mca_btl_ofi_look_after_us(const mca_btl_ofi_look_plan_t *plan)
 
 bool mca_btl_ofi_look_is_nudged(const mca_btl_ofi_look_plan_t *plan)
 {
+    if (plan->crowded) {
+        return false;
+    }
     return !plan->app_present || plan->contended || !plan->can_sleep;
+}
+
+int mca_btl_ofi_crowded_us(long us, long ranks_per_cpu, long crowded_floor_us)
+{
+    if (ranks_per_cpu > 1) {
+        us *= ranks_per_cpu;
+        if (us < crowded_floor_us) {
+            us = crowded_floor_us;
+        }
+    }
+    return (int) (us < 1000000 ? us : 1000000);
 }
 
 bool mca_btl_ofi_cpu_contended(int64_t waited_ns, int64_t wall_ns)

@@ -788,25 +788,31 @@ static void test_wake_after(void **state)
     (void) state;
 
     /* small operations: the parameter alone */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 0), 100000);
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 8, 1), 100008);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 0, 0), 100000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 8, 1), 100008);
     /* a 1 MiB put is not overdue before it could have moved at 1 GB/s:
      * shm's 90 us for it no longer reads as a stall */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 1 << 20, 1), 100000 + 1048576);
-    assert_true(mca_btl_ofi_wake_after_ns(100, 1 << 20, 1) > 1000000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 1 << 20, 1), 100000 + 1048576);
+    assert_true(mca_btl_ofi_wake_after_ns(100, 0, 1 << 20, 1) > 1000000);
     /* below the cap every outstanding byte counts */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 8 << 16, 8), 100000 + 524288);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 8 << 16, 8), 100000 + 524288);
     /* 64 puts of 64 KiB: charged up to the cap, 1 ms, not 4 */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 64 << 16, 64), 100000 + 1000000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 64 << 16, 64), 100000 + 1000000);
     /* 64 puts of 1 MiB: one of them, not 64 ms, so a preempted target is
      * woken */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 64 << 20, 64), 100000 + 1048576);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 64 << 20, 64), 100000 + 1048576);
     /* bytes caught without their operations count as one operation */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 4 << 20, 0), 100000 + 4194304);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, 4 << 20, 0), 100000 + 4194304);
     /* wake-ups off stay off, whatever is outstanding */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(0, 1 << 20, 1), 0);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(0, 0, 1 << 20, 1), 0);
     /* a counter caught mid-update below zero counts as nothing */
-    assert_int_equal(mca_btl_ofi_wake_after_ns(100, -4096, 1), 100000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(100, 0, -4096, 1), 100000);
+    /* ranks outnumber the CPUs: never sooner than the floor, and a wait
+     * on more bytes than the floor covers keeps its allowance */
+    assert_int_equal(mca_btl_ofi_wake_after_ns(200, 2000, 8, 1), 2000000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(200, 2000, 4 << 20, 1), 200000 + 4194304);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(200, 2000, 64 << 20, 64), 2000000);
+    assert_int_equal(mca_btl_ofi_wake_after_ns(0, 2000, 8, 1), 0);
 }
 
 /* ---- the progress thread's period ---- */
@@ -917,6 +923,24 @@ static void test_look_is_nudged(void **state)
     plan.contended = false;
     plan.can_sleep = false;
     assert_true(mca_btl_ofi_look_is_nudged(&plan));
+    /* ranks outnumber the CPUs: a late look costs a slice anyway */
+    plan.app_present = false;
+    plan.crowded = true;
+    assert_false(mca_btl_ofi_look_is_nudged(&plan));
+}
+
+static void test_crowded_us(void **state)
+{
+    (void) state;
+
+    /* a CPU per rank: the setting as it is */
+    assert_int_equal(mca_btl_ofi_crowded_us(100, 1, 4000), 100);
+    /* two ranks a CPU: twice, but never under the floor */
+    assert_int_equal(mca_btl_ofi_crowded_us(100, 2, 4000), 4000);
+    assert_int_equal(mca_btl_ofi_crowded_us(3000, 2, 4000), 6000);
+    /* at most 1 s */
+    assert_int_equal(mca_btl_ofi_crowded_us(400000, 16, 4000), 1000000);
+    assert_int_equal(mca_btl_ofi_crowded_us(2000000, 1, 4000), 1000000);
 }
 
 static void test_cpu_contended(void **state)
@@ -1127,6 +1151,7 @@ int main(void)
         cmocka_unit_test(test_wake_due),
         cmocka_unit_test(test_eager_waits),
         cmocka_unit_test(test_look_is_nudged),
+        cmocka_unit_test(test_crowded_us),
         cmocka_unit_test(test_cpu_contended),
         cmocka_unit_test(test_stall_read_pacing),
         cmocka_unit_test(test_wake_after),
