@@ -649,11 +649,11 @@ static int thread_period_us(void)
 static void set_wake_after(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    long per_cpu = ranks_per_cpu();
 
-    c->wake_after_us = c->progress_wake_us > 0
-                           ? mca_btl_ofi_crowded_us(c->progress_wake_us, ranks_per_cpu(), 0)
-                           : 0;
-    c->wake_floor_us = ranks_per_cpu() > 1 ? MCA_BTL_OFI_CROWDED_WAKE_US : 0;
+    c->wake_after_us =
+        c->progress_wake_us > 0 ? mca_btl_ofi_crowded_us(c->progress_wake_us, per_cpu, 0) : 0;
+    c->wake_floor_us = per_cpu > 1 ? MCA_BTL_OFI_CROWDED_WAKE_US : 0;
 }
 
 /* The thread is decided per provider: one that moves data on its own
